@@ -1,0 +1,801 @@
+#include "config/config.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include <rapidjson/document.h>
+#include <rapidjson/error/en.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include "mqtt/topics.hpp"
+
+namespace mcpmqtt::config {
+
+namespace {
+
+using rapidjson::Value;
+
+const char* type_name(const Value& v) {
+  if (v.IsNull()) return "null";
+  if (v.IsBool()) return "a boolean";
+  if (v.IsObject()) return "an object";
+  if (v.IsArray()) return "an array";
+  if (v.IsString()) return "a string";
+  if (v.IsInt64() || v.IsUint64()) return "an integer";
+  return "a number";
+}
+
+std::string show(const Value& v) {
+  if (v.IsString()) {
+    std::string s = v.GetString();
+    if (s.size() > 40) s = s.substr(0, 37) + "...";
+    return "\"" + s + "\"";
+  }
+  return type_name(v);
+}
+
+bool is_identifier(const std::string& key) {
+  if (key.empty()) return false;
+  return std::all_of(key.begin(), key.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+std::string child_path(const std::string& parent, const std::string& key) {
+  const std::string k = is_identifier(key) ? key : "\"" + key + "\"";
+  return parent.empty() ? k : parent + "." + k;
+}
+
+// Reads one JSON object of the configuration. Every key the code asks about is a known key;
+// finish() reports the others, with the nearest known key as a suggestion.
+class ObjectReader {
+ public:
+  ObjectReader(const Value& obj, std::string path, std::vector<Problem>& problems)
+      : obj_(obj), path_(std::move(path)), problems_(problems) {}
+
+  const std::string& path() const { return path_; }
+  std::string path_of(const std::string& key) const { return child_path(path_, key); }
+
+  const Value* get(const char* key) {
+    known_.push_back(key);
+    auto it = obj_.FindMember(key);
+    return it == obj_.MemberEnd() ? nullptr : &it->value;
+  }
+
+  void problem(const std::string& key, std::string message) {
+    problems_.push_back({path_of(key), std::move(message)});
+  }
+
+  bool string(const char* key, std::string& out, bool allow_empty = true) {
+    const Value* v = get(key);
+    if (!v) return false;
+    if (!v->IsString()) {
+      problem(key, std::string("expected a string, found ") + type_name(*v));
+      return false;
+    }
+    if (!allow_empty && v->GetStringLength() == 0) {
+      problem(key, "must not be empty");
+      return false;
+    }
+    out.assign(v->GetString(), v->GetStringLength());
+    return true;
+  }
+
+  bool boolean(const char* key, bool& out) {
+    const Value* v = get(key);
+    if (!v) return false;
+    if (!v->IsBool()) {
+      problem(key, std::string("expected true or false, found ") + show(*v));
+      return false;
+    }
+    out = v->GetBool();
+    return true;
+  }
+
+  template <typename T>
+  bool integer(const char* key, T& out, long long min, long long max) {
+    const Value* v = get(key);
+    if (!v) return false;
+    if (!v->IsInt64()) {
+      problem(key, std::string("expected an integer from ") + std::to_string(min) + " to " +
+                       std::to_string(max) + ", found " + show(*v));
+      return false;
+    }
+    const long long n = v->GetInt64();
+    if (n < min || n > max) {
+      problem(key, "expected an integer from " + std::to_string(min) + " to " +
+                       std::to_string(max) + ", found " + std::to_string(n));
+      return false;
+    }
+    out = static_cast<T>(n);
+    return true;
+  }
+
+  // A duration written in seconds (fractions allowed), stored in milliseconds.
+  bool seconds_as_ms(const Value& v, const std::string& key, int& out_ms, double max_s) {
+    if (!v.IsNumber()) {
+      problem(key, std::string("expected a number of seconds, found ") + show(v));
+      return false;
+    }
+    const double s = v.GetDouble();
+    if (!(s > 0) || s > max_s) {
+      problem(key, "expected a number of seconds greater than 0 and at most " +
+                       std::to_string(static_cast<long long>(max_s)));
+      return false;
+    }
+    out_ms = static_cast<int>(s * 1000.0 + 0.5);
+    if (out_ms == 0) out_ms = 1;
+    return true;
+  }
+
+  bool string_list(const char* key, std::vector<std::string>& out) {
+    const Value* v = get(key);
+    if (!v) return false;
+    if (!v->IsArray()) {
+      problem(key, std::string("expected an array of strings, found ") + type_name(*v));
+      return false;
+    }
+    std::vector<std::string> items;
+    for (rapidjson::SizeType i = 0; i < v->Size(); ++i) {
+      const Value& e = (*v)[i];
+      if (!e.IsString()) {
+        problems_.push_back({path_of(key) + "[" + std::to_string(i) + "]",
+                             std::string("expected a string, found ") + type_name(e)});
+        return false;
+      }
+      items.emplace_back(e.GetString(), e.GetStringLength());
+    }
+    out = std::move(items);
+    return true;
+  }
+
+  bool string_map(const char* key, std::map<std::string, std::string>& out) {
+    const Value* v = get(key);
+    if (!v) return false;
+    if (!v->IsObject()) {
+      problem(key, std::string("expected an object of strings, found ") + type_name(*v));
+      return false;
+    }
+    std::map<std::string, std::string> items;
+    for (auto it = v->MemberBegin(); it != v->MemberEnd(); ++it) {
+      const std::string name(it->name.GetString(), it->name.GetStringLength());
+      if (!it->value.IsString()) {
+        problems_.push_back({child_path(path_of(key), name),
+                             std::string("expected a string, found ") + type_name(it->value)});
+        return false;
+      }
+      items[name] = std::string(it->value.GetString(), it->value.GetStringLength());
+    }
+    out = std::move(items);
+    return true;
+  }
+
+  // A nested object, or nullptr when absent or not an object (the latter is reported).
+  const Value* object(const char* key) {
+    const Value* v = get(key);
+    if (!v) return nullptr;
+    if (!v->IsObject()) {
+      problem(key, std::string("expected an object, found ") + type_name(*v));
+      return nullptr;
+    }
+    return v;
+  }
+
+  // Reports keys nobody asked about.
+  void finish() {
+    for (auto it = obj_.MemberBegin(); it != obj_.MemberEnd(); ++it) {
+      const std::string key(it->name.GetString(), it->name.GetStringLength());
+      if (std::find(known_.begin(), known_.end(), key) != known_.end()) continue;
+      std::string msg = "unknown key";
+      const std::string suggestion = nearest(key, known_);
+      if (!suggestion.empty()) {
+        msg += "; did you mean \"" + suggestion + "\"?";
+      } else {
+        std::string list;
+        for (const auto& k : known_)
+          list += (list.empty() ? "" : ", ") + k;
+        msg += " (known keys here: " + list + ")";
+      }
+      problems_.push_back({path_of(key), msg});
+    }
+  }
+
+ private:
+  const Value& obj_;
+  std::string path_;
+  std::vector<Problem>& problems_;
+  std::vector<std::string> known_;
+};
+
+bool read_secret_file(const std::string& path, std::string& out, std::string& why) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    why = "cannot read " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  out = ss.str();
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r'))
+    out.pop_back();
+  return true;
+}
+
+// Expands ${VAR} from the environment; a missing variable is reported.
+bool expand_env(const std::string& in, std::string& out, GetEnv getenv_fn, std::string& why) {
+  out.clear();
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (in[i] == '$' && i + 1 < in.size() && in[i + 1] == '{') {
+      const auto close = in.find('}', i + 2);
+      if (close == std::string::npos) {
+        why = "unterminated ${ in value";
+        return false;
+      }
+      const std::string var = in.substr(i + 2, close - i - 2);
+      const char* val = getenv_fn(var.c_str());
+      if (!val) {
+        why = "environment variable " + var + " is not set";
+        return false;
+      }
+      out += val;
+      i = close;
+    } else {
+      out.push_back(in[i]);
+    }
+  }
+  return true;
+}
+
+void read_mqtt(ObjectReader& r, MqttConfig& m, std::vector<Problem>& problems) {
+  r.string("url", m.url, false);
+  r.string("client_id_prefix", m.client_id_prefix, false);
+  r.string("username", m.username);
+  r.string("password_file", m.password_file, false);
+  r.integer("keepalive_s", m.keepalive_s, 5, 3600);
+  r.integer("connect_timeout_s", m.connect_timeout_s, 1, 300);
+  r.integer("reconnect_min_ms", m.reconnect_min_ms, 10, 600000);
+  r.integer("reconnect_max_ms", m.reconnect_max_ms, 10, 3600000);
+  if (const Value* t = r.object("tls")) {
+    ObjectReader tr(*t, r.path_of("tls"), problems);
+    m.tls.configured = true;
+    tr.string("ca_file", m.tls.ca_file, false);
+    tr.string("cert_file", m.tls.cert_file, false);
+    tr.string("key_file", m.tls.key_file, false);
+    tr.boolean("verify", m.tls.verify);
+    tr.finish();
+  }
+}
+
+void read_http(ObjectReader& r, HttpConfig& h, std::vector<Problem>& problems) {
+  r.boolean("enabled", h.enabled);
+  r.string("listen", h.listen, false);
+  r.string_list("allowed_origins", h.allowed_origins);
+  r.string_list("allowed_hosts", h.allowed_hosts);
+  r.string("bearer_tokens_file", h.bearer_tokens_file, false);
+  if (const Value* l = r.object("limits")) {
+    ObjectReader lr(*l, r.path_of("limits"), problems);
+    auto& L = h.limits;
+    lr.integer("max_body_bytes", L.max_body_bytes, 1024, 1LL << 30);
+    lr.integer("max_sessions", L.max_sessions, 1, 1000000);
+    lr.integer("max_connections", L.max_connections, 1, 1000000);
+    lr.integer("session_idle_timeout_s", L.session_idle_timeout_s, 1, 7 * 24 * 3600);
+    lr.integer("request_header_timeout_s", L.request_header_timeout_s, 1, 3600);
+    lr.integer("stream_queue_messages", L.stream_queue_messages, 1, 1000000);
+    lr.integer("session_backlog_messages", L.session_backlog_messages, 0, 1000000);
+    lr.integer("replay_buffer_events", L.replay_buffer_events, 0, 1000000);
+    lr.integer("keepalive_interval_s", L.keepalive_interval_s, 1, 3600);
+    lr.finish();
+  }
+}
+
+void read_ingress(ObjectReader& r, IngressConfig& in) {
+  r.string("default_server", in.default_server);
+  if (r.string_list("server_name_filters", in.server_name_filters)) {
+    if (in.server_name_filters.empty())
+      r.problem("server_name_filters", "must hold at least one filter, such as \"#\"");
+    for (std::size_t i = 0; i < in.server_name_filters.size(); ++i) {
+      const auto why = topics::check_server_name_filter(in.server_name_filters[i]);
+      if (!why.empty())
+        r.problem("server_name_filters",
+                  "[" + std::to_string(i) + "] \"" + in.server_name_filters[i] + "\" " + why);
+    }
+  }
+  std::string pick;
+  if (r.string("pick", pick)) {
+    if (pick == "random")
+      in.pick = Pick::random;
+    else if (pick == "round_robin")
+      in.pick = Pick::round_robin;
+    else
+      r.problem("pick", "expected \"random\" or \"round_robin\", found \"" + pick + "\"");
+  }
+  r.integer("presence_wait_ms", in.presence_wait_ms, 0, 600000);
+  if (!in.default_server.empty()) {
+    const auto why = topics::check_server_name(in.default_server);
+    if (!why.empty()) r.problem("default_server", "\"" + in.default_server + "\" " + why);
+  }
+}
+
+void read_timeouts(const Value& v, const std::string& path, Timeouts& t,
+                   std::vector<Problem>& problems) {
+  ObjectReader r(v, path, problems);
+  for (auto it = v.MemberBegin(); it != v.MemberEnd(); ++it) {
+    const std::string key(it->name.GetString(), it->name.GetStringLength());
+    r.get(key.c_str());  // every key is a method name; none is unknown
+    int ms = 0;
+    if (!r.seconds_as_ms(it->value, key, ms, 86400)) continue;
+    if (key == "default")
+      t.default_ms = ms;
+    else
+      t.method_ms[key] = ms;
+  }
+}
+
+void read_server(const std::string& name, const Value& v, const std::string& path,
+                 const Config& cfg, ServerEntry& s, std::vector<Problem>& problems,
+                 GetEnv getenv_fn) {
+  ObjectReader r(v, path, problems);
+  s.name = name;
+  s.max_sessions = cfg.egress.max_sessions_per_server;
+  r.string("description", s.description);
+  std::string type;
+  r.string("type", type);
+  r.string("command", s.command, false);
+  r.string_list("args", s.args);
+  r.string_map("env", s.env);
+  r.string("cwd", s.cwd, false);
+  r.string("url", s.url, false);
+  std::map<std::string, std::string> raw_headers;
+  if (r.string_map("headers", raw_headers)) {
+    for (const auto& [k, val] : raw_headers) {
+      std::string why, expanded;
+      if (!expand_env(val, expanded, getenv_fn, why)) {
+        problems.push_back({child_path(r.path_of("headers"), k), why});
+      } else {
+        s.headers[k] = std::move(expanded);
+      }
+    }
+  }
+  r.boolean("tls_verify", s.tls_verify);
+  r.integer("max_sessions", s.max_sessions, 1, 100000);
+  if (const Value* meta = r.get("meta")) {
+    if (!meta->IsObject()) {
+      r.problem("meta", std::string("expected an object, found ") + type_name(*meta));
+    } else {
+      rapidjson::StringBuffer buf;
+      rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+      meta->Accept(w);
+      s.meta_json.assign(buf.GetString(), buf.GetSize());
+    }
+  }
+  bool disabled = false;
+  r.boolean("disabled", disabled);
+  r.finish();
+
+  const auto why = topics::check_server_name(name);
+  if (!why.empty()) {
+    problems.push_back({path, "the key is the MQTT server-name and " + why});
+  }
+  const bool has_cmd = !s.command.empty(), has_url = !s.url.empty();
+  if (has_cmd == has_url) {
+    problems.push_back(
+        {path, has_cmd
+                   ? "has both \"command\" and \"url\"; a server is either a command (stdio) or a "
+                     "url (Streamable HTTP)"
+                   : "needs \"command\" (a stdio server) or \"url\" (a Streamable HTTP server)"});
+  }
+  if (!type.empty()) {
+    const bool stdio_type = type == "stdio";
+    const bool http_type = type == "http" || type == "streamable-http" || type == "streamableHttp";
+    if (!stdio_type && !http_type) {
+      r.problem("type",
+                "expected \"stdio\", \"http\" or \"streamable-http\", found \"" + type + "\"");
+    } else if ((stdio_type && has_url) || (http_type && has_cmd)) {
+      r.problem("type", "\"" + type + "\" does not match the entry's " +
+                            (has_cmd ? "\"command\"" : "\"url\""));
+    }
+  }
+  if (has_url) {
+    if (!(s.url.starts_with("http://") || s.url.starts_with("https://"))) {
+      r.problem("url", "expected an http:// or https:// URL, found \"" + s.url + "\"");
+    }
+    if (!s.args.empty()) r.problem("args", "only applies to \"command\" servers");
+  } else {
+    if (!s.headers.empty()) r.problem("headers", "only applies to \"url\" servers");
+  }
+  if (disabled) s.name.clear();  // marks the entry to be skipped
+}
+
+bool parse_broker_url(const std::string& url, MqttConfig& m, std::string& why) {
+  std::string rest;
+  bool tls = false;
+  for (const auto& [prefix, secure] : {std::pair<const char*, bool>{"mqtt://", false},
+                                       {"tcp://", false},
+                                       {"mqtts://", true},
+                                       {"ssl://", true}}) {
+    if (url.rfind(prefix, 0) == 0) {
+      rest = url.substr(std::strlen(prefix));
+      tls = secure;
+      break;
+    }
+  }
+  if (rest.empty()) {
+    why = "expected mqtt://HOST[:PORT] or mqtts://HOST[:PORT], found \"" + url + "\"";
+    return false;
+  }
+  if (!rest.empty() && rest.back() == '/') rest.pop_back();
+  if (rest.find('/') != std::string::npos || rest.find('@') != std::string::npos) {
+    why =
+        "expected mqtt://HOST[:PORT] with no path or credentials (use mqtt.username and "
+        "mqtt.password_file), found \"" +
+        url + "\"";
+    return false;
+  }
+  std::string host;
+  std::uint16_t port = tls ? 8883 : 1883;
+  const bool has_port = rest.back() != ']' && rest.rfind(':') != std::string::npos &&
+                        (rest.front() != '[' || rest.find("]:") != std::string::npos);
+  if (has_port) {
+    if (!parse_host_port(rest, host, port, why)) {
+      why = "in \"" + url + "\": " + why;
+      return false;
+    }
+  } else {
+    host = rest;
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+      host = host.substr(1, host.size() - 2);
+  }
+  if (host.empty()) {
+    why = "no host in \"" + url + "\"";
+    return false;
+  }
+  m.host = host;
+  m.port = port;
+  m.tls.enabled = tls;
+  return true;
+}
+
+void validate(Config& cfg, std::vector<Problem>& problems) {
+  std::string why;
+  if (!parse_broker_url(cfg.mqtt.url, cfg.mqtt, why)) problems.push_back({"mqtt.url", why});
+  if (const auto w = topics::check_id(cfg.mqtt.client_id_prefix); !w.empty()) {
+    problems.push_back({"mqtt.client_id_prefix", "is part of MQTT client ids and " + w});
+  }
+  if (cfg.mqtt.reconnect_min_ms > cfg.mqtt.reconnect_max_ms) {
+    problems.push_back({"mqtt.reconnect_min_ms", "must not exceed mqtt.reconnect_max_ms"});
+  }
+  if (cfg.mqtt.tls.configured && !cfg.mqtt.tls.enabled) {
+    problems.push_back({"mqtt.tls", "is set but mqtt.url \"" + cfg.mqtt.url +
+                                        "\" is plain TCP; use mqtts://HOST[:PORT] for TLS"});
+  }
+  if (cfg.mqtt.tls.cert_file.empty() != cfg.mqtt.tls.key_file.empty()) {
+    problems.push_back({"mqtt.tls", "cert_file and key_file go together; set both or neither"});
+  }
+  if (!parse_host_port(cfg.http.listen, cfg.http.listen_host, cfg.http.listen_port, why)) {
+    problems.push_back({"http.listen", why});
+  }
+  if (!is_log_level(cfg.log.level)) {
+    problems.push_back(
+        {"log.level", "expected one of trace, debug, info, warn, error, critical, off; found \"" +
+                          cfg.log.level + "\""});
+  }
+}
+
+void resolve_secrets(Config& cfg, std::vector<Problem>& problems, GetEnv getenv_fn) {
+  std::string why;
+  if (const char* pw = getenv_fn("MCPMQTT_MQTT_PASSWORD"); pw && *pw) {
+    cfg.mqtt.password = pw;
+  } else if (!cfg.mqtt.password_file.empty()) {
+    if (!read_secret_file(cfg.mqtt.password_file, cfg.mqtt.password, why)) {
+      problems.push_back({"mqtt.password_file", why});
+    }
+  }
+  if (const char* user = getenv_fn("MCPMQTT_MQTT_USERNAME"); user && *user)
+    cfg.mqtt.username = user;
+  if (!cfg.mqtt.password.empty() && cfg.mqtt.username.empty()) {
+    problems.push_back(
+        {"mqtt.username", "a password is set (file or MCPMQTT_MQTT_PASSWORD) but no username"});
+  }
+  if (!cfg.http.bearer_tokens_file.empty()) {
+    std::string content;
+    if (!read_secret_file(cfg.http.bearer_tokens_file, content, why)) {
+      problems.push_back({"http.bearer_tokens_file", why});
+    } else {
+      std::istringstream lines(content);
+      std::string line;
+      while (std::getline(lines, line)) {
+        const auto b = line.find_first_not_of(" \t\r");
+        if (b == std::string::npos || line[b] == '#') continue;
+        const auto e = line.find_last_not_of(" \t\r");
+        cfg.http.bearer_tokens.push_back(line.substr(b, e - b + 1));
+      }
+      if (cfg.http.bearer_tokens.empty()) {
+        problems.push_back(
+            {"http.bearer_tokens_file", "holds no token (one per line; # starts a comment)"});
+      }
+    }
+  }
+}
+
+void apply_env(Config& cfg, GetEnv getenv_fn) {
+  if (const char* v = getenv_fn("MCPMQTT_BROKER"); v && *v) cfg.mqtt.url = v;
+  if (const char* v = getenv_fn("MCPMQTT_HTTP_LISTEN"); v && *v) cfg.http.listen = v;
+  if (const char* v = getenv_fn("MCPMQTT_LOG_LEVEL"); v && *v) cfg.log.level = v;
+  if (const char* v = getenv_fn("MCPMQTT_DEFAULT_SERVER"); v && *v) cfg.ingress.default_server = v;
+}
+
+LoadResult finish(Config cfg, std::vector<Problem> problems, GetEnv getenv_fn) {
+  apply_env(cfg, getenv_fn);
+  validate(cfg, problems);
+  resolve_secrets(cfg, problems, getenv_fn);
+  LoadResult out;
+  out.problems = std::move(problems);
+  if (out.problems.empty()) out.config = std::move(cfg);
+  return out;
+}
+
+GetEnv or_default(GetEnv fn) {
+  return fn ? fn : [](const char* name) -> const char* { return std::getenv(name); };
+}
+
+}  // namespace
+
+const ServerEntry* Config::find_server(const std::string& name) const {
+  for (const auto& s : servers) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+std::string Config::summary() const {
+  std::ostringstream out;
+  out << "broker " << mqtt.url << (mqtt.tls.enabled ? " (TLS)" : "");
+  if (http.enabled)
+    out << "; HTTP ingress on " << http.listen;
+  else
+    out << "; HTTP ingress off";
+  if (!ingress.default_server.empty()) out << " (/mcp → " << ingress.default_server << ")";
+  out << "; " << servers.size() << (servers.size() == 1 ? " server" : " servers") << " exposed";
+  if (!servers.empty()) {
+    out << " (";
+    for (std::size_t i = 0; i < servers.size(); ++i) {
+      out << (i ? ", " : "") << servers[i].name << ": "
+          << (servers[i].is_stdio() ? "stdio" : "http");
+    }
+    out << ")";
+  }
+  return out.str();
+}
+
+LoadResult parse(const std::string& text, const std::string& origin, GetEnv getenv_fn) {
+  getenv_fn = or_default(getenv_fn);
+  (void)origin;
+  std::vector<Problem> problems;
+  rapidjson::Document doc;
+  constexpr unsigned kFlags = rapidjson::kParseCommentsFlag | rapidjson::kParseTrailingCommasFlag |
+                              rapidjson::kParseValidateEncodingFlag |
+                              rapidjson::kParseIterativeFlag;
+  doc.Parse<kFlags>(text.data(), text.size());
+  if (doc.HasParseError()) {
+    std::size_t line = 1, col = 1;
+    const std::size_t off = std::min(doc.GetErrorOffset(), text.size());
+    for (std::size_t i = 0; i < off; ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    problems.push_back({"", "not valid JSON at line " + std::to_string(line) + " column " +
+                                std::to_string(col) + ": " +
+                                rapidjson::GetParseError_En(doc.GetParseError())});
+    return LoadResult{std::nullopt, std::move(problems)};
+  }
+  if (!doc.IsObject()) {
+    problems.push_back(
+        {"", std::string("the configuration must be a JSON object, found ") + type_name(doc)});
+    return LoadResult{std::nullopt, std::move(problems)};
+  }
+
+  Config cfg;
+  ObjectReader top(doc, "", problems);
+  top.get("$schema");  // editors' schema hint; ignored
+  if (const Value* v = top.object("mqtt")) {
+    ObjectReader r(*v, "mqtt", problems);
+    read_mqtt(r, cfg.mqtt, problems);
+    r.finish();
+  }
+  if (const Value* v = top.object("http")) {
+    ObjectReader r(*v, "http", problems);
+    read_http(r, cfg.http, problems);
+    r.finish();
+  }
+  if (const Value* v = top.object("ingress")) {
+    ObjectReader r(*v, "ingress", problems);
+    read_ingress(r, cfg.ingress);
+    r.finish();
+  }
+  if (const Value* v = top.object("egress")) {
+    ObjectReader r(*v, "egress", problems);
+    r.integer("max_sessions_per_server", cfg.egress.max_sessions_per_server, 1, 100000);
+    r.integer("terminate_after_ms", cfg.egress.terminate_after_ms, 0, 600000);
+    r.integer("kill_after_ms", cfg.egress.kill_after_ms, 0, 600000);
+    r.finish();
+  }
+  if (const Value* v = top.object("timeouts"))
+    read_timeouts(*v, "timeouts", cfg.timeouts, problems);
+  if (const Value* v = top.object("log")) {
+    ObjectReader r(*v, "log", problems);
+    r.string("level", cfg.log.level, false);
+    r.finish();
+  }
+  if (const Value* v = top.object("daemon")) {
+    ObjectReader r(*v, "daemon", problems);
+    r.integer("threads", cfg.daemon.threads, 1, 64);
+    r.integer("shutdown_grace_ms", cfg.daemon.shutdown_grace_ms, 0, 600000);
+    r.finish();
+  }
+  if (const Value* v = top.object("mcpServers")) {
+    for (auto it = v->MemberBegin(); it != v->MemberEnd(); ++it) {
+      const std::string name(it->name.GetString(), it->name.GetStringLength());
+      const std::string path = child_path("mcpServers", name);
+      if (!it->value.IsObject()) {
+        problems.push_back(
+            {path, std::string("expected an object, found ") + type_name(it->value)});
+        continue;
+      }
+      ServerEntry s;
+      read_server(name, it->value, path, cfg, s, problems, getenv_fn);
+      if (!s.name.empty()) cfg.servers.push_back(std::move(s));
+    }
+  }
+  top.finish();
+  return finish(std::move(cfg), std::move(problems), getenv_fn);
+}
+
+LoadResult load_file(const std::string& path, GetEnv getenv_fn) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return LoadResult{std::nullopt,
+                      {{"", "cannot read the file: " + std::string(std::strerror(errno))}}};
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse(ss.str(), path, getenv_fn);
+}
+
+LoadResult defaults(GetEnv getenv_fn) {
+  return finish(Config{}, {}, or_default(getenv_fn));
+}
+
+void apply_overrides(LoadResult& result, const Overrides& o) {
+  if (!result.config) return;
+  Config& cfg = *result.config;
+  std::vector<Problem> problems;
+  if (o.broker_url) {
+    cfg.mqtt.url = *o.broker_url;
+    std::string why;
+    if (!parse_broker_url(cfg.mqtt.url, cfg.mqtt, why)) problems.push_back({"--broker", why});
+  }
+  if (o.http_listen) {
+    cfg.http.listen = *o.http_listen;
+    std::string why;
+    if (!parse_host_port(cfg.http.listen, cfg.http.listen_host, cfg.http.listen_port, why)) {
+      problems.push_back({"--listen", why});
+    }
+  }
+  if (o.log_level) {
+    cfg.log.level = *o.log_level;
+    if (!is_log_level(cfg.log.level)) {
+      problems.push_back(
+          {"--log-level",
+           "expected one of trace, debug, info, warn, error, critical, off; found \"" +
+               cfg.log.level + "\""});
+    }
+  }
+  if (o.default_server) {
+    cfg.ingress.default_server = *o.default_server;
+    const auto why = topics::check_server_name(cfg.ingress.default_server);
+    if (!why.empty())
+      problems.push_back({"--server", "\"" + cfg.ingress.default_server + "\" " + why});
+  }
+  if (!problems.empty()) {
+    result.config.reset();
+    result.problems.insert(result.problems.end(), problems.begin(), problems.end());
+  }
+}
+
+std::string format_problems(const std::vector<Problem>& problems, const std::string& origin) {
+  std::string out;
+  for (const auto& p : problems) {
+    out += origin;
+    if (!p.path.empty()) out += ": " + p.path;
+    out += ": " + p.message + "\n";
+  }
+  return out;
+}
+
+bool parse_host_port(const std::string& text, std::string& host, std::uint16_t& port,
+                     std::string& why) {
+  std::string h, p;
+  if (!text.empty() && text.front() == '[') {
+    const auto close = text.find("]:");
+    if (close == std::string::npos) {
+      why = "expected [IPv6]:PORT, found \"" + text + "\"";
+      return false;
+    }
+    h = text.substr(1, close - 1);
+    p = text.substr(close + 2);
+  } else {
+    const auto colon = text.rfind(':');
+    if (colon == std::string::npos || text.find(':') != colon) {
+      why = "expected HOST:PORT (IPv6 as [ADDR]:PORT), found \"" + text + "\"";
+      return false;
+    }
+    h = text.substr(0, colon);
+    p = text.substr(colon + 1);
+  }
+  if (h.empty()) {
+    why = "no host in \"" + text + "\" (use 127.0.0.1 for loopback, 0.0.0.0 for every interface)";
+    return false;
+  }
+  if (p.empty() || p.size() > 5 ||
+      !std::all_of(p.begin(), p.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+      std::stoul(p) > 65535) {
+    why = "port must be a number from 0 to 65535, found \"" + p + "\"";
+    return false;
+  }
+  host = h;
+  port = static_cast<std::uint16_t>(std::stoul(p));
+  return true;
+}
+
+bool is_log_level(const std::string& level) {
+  static const std::set<std::string> levels = {"trace", "debug",    "info", "warn",
+                                               "error", "critical", "off"};
+  return levels.count(level) != 0;
+}
+
+std::string nearest(const std::string& word, const std::vector<std::string>& candidates) {
+  auto distance = [](const std::string& a, const std::string& b) {
+    // Optimal string alignment distance: a transposition counts as one edit ("ulr" → "url").
+    const std::size_t n = a.size(), m = b.size();
+    std::vector<std::vector<std::size_t>> d(n + 1, std::vector<std::size_t>(m + 1));
+    for (std::size_t i = 0; i <= n; ++i)
+      d[i][0] = i;
+    for (std::size_t j = 0; j <= m; ++j)
+      d[0][j] = j;
+    for (std::size_t i = 1; i <= n; ++i) {
+      for (std::size_t j = 1; j <= m; ++j) {
+        const std::size_t cost = std::tolower(a[i - 1]) == std::tolower(b[j - 1]) ? 0 : 1;
+        d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+          d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        }
+      }
+    }
+    return d[n][m];
+  };
+  std::string best;
+  std::size_t best_d = std::numeric_limits<std::size_t>::max();
+  for (const auto& c : candidates) {
+    if (c == "$schema") continue;
+    const std::size_t dist = distance(word, c);
+    if (dist < best_d) {
+      best_d = dist;
+      best = c;
+    }
+  }
+  const std::size_t allowed = std::max<std::size_t>(2, word.size() / 3);
+  return best_d <= allowed ? best : std::string{};
+}
+
+}  // namespace mcpmqtt::config

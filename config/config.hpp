@@ -1,0 +1,188 @@
+// The configuration model, loading and validation.
+//
+// Sources, later ones winning: built-in defaults < the configuration file (JSON with comments
+// and trailing commas) < environment variables < command-line flags. Secrets (the MQTT password,
+// bearer tokens) come from files or the environment, never from the command line.
+//
+// Not thread-safe; a Config is built once and then read (copied into the daemon on reload).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mcpmqtt::config {
+
+struct TlsConfig {
+  bool enabled = false;     // derived: the URL is mqtts:// (or ssl://)
+  bool configured = false;  // the file has an mqtt.tls section
+  std::string ca_file;      // CA bundle to verify the broker; empty: the system's default store
+  std::string cert_file;    // client certificate (PEM), for brokers that require one
+  std::string key_file;     // client private key (PEM)
+  bool verify = true;       // verify the broker's certificate and host name
+};
+
+struct MqttConfig {
+  std::string url = "mqtt://127.0.0.1:1883";
+  std::string client_id_prefix = "mcp-bridge";
+  std::string username;
+  std::string password_file;
+  std::string password;  // resolved from password_file or MCPMQTT_MQTT_PASSWORD; never logged
+  TlsConfig tls;
+  int keepalive_s = 30;
+  int connect_timeout_s = 10;
+  int reconnect_min_ms = 500;
+  int reconnect_max_ms = 30000;
+
+  // Derived from url by validation.
+  std::string host;
+  std::uint16_t port = 1883;
+};
+
+struct HttpLimits {
+  std::size_t max_body_bytes = 4 * 1024 * 1024;
+  std::size_t max_sessions = 1024;
+  std::size_t max_connections = 4096;
+  int session_idle_timeout_s = 600;
+  int request_header_timeout_s = 30;
+  std::size_t stream_queue_messages = 1024;    // per SSE stream: past this the stream is closed
+  std::size_t session_backlog_messages = 256;  // server messages held while no stream is open
+  std::size_t replay_buffer_events = 256;      // per stream, for Last-Event-ID
+  int keepalive_interval_s = 15;               // SSE comment lines on idle streams
+};
+
+struct HttpConfig {
+  bool enabled = true;
+  std::string listen = "127.0.0.1:8080";
+  std::vector<std::string> allowed_origins;  // Origin values accepted besides localhost ones
+  std::vector<std::string> allowed_hosts;    // Host values accepted besides localhost ones
+  std::string bearer_tokens_file;
+  std::vector<std::string> bearer_tokens;  // resolved from the file; never logged
+  HttpLimits limits;
+
+  // Derived from listen by validation.
+  std::string listen_host = "127.0.0.1";
+  std::uint16_t listen_port = 8080;
+};
+
+enum class Pick { random, round_robin };
+
+struct IngressConfig {
+  std::string default_server;
+  std::vector<std::string> server_name_filters = {"#"};
+  Pick pick = Pick::random;
+  int presence_wait_ms = 5000;  // how long a new session waits for a server-name to appear
+};
+
+// Per-method request timeouts (004 §Timeouts recommends these defaults).
+struct Timeouts {
+  int default_ms = 30000;
+  std::map<std::string, int> method_ms = {
+      {"initialize", 30000},
+      {"ping", 10000},
+      {"sampling/createMessage", 60000},
+      {"tools/call", 60000},
+      {"completion/complete", 60000},
+      {"elicitation/create", 600000},
+  };
+  int for_method(const std::string& method) const {
+    auto it = method_ms.find(method);
+    return it == method_ms.end() ? default_ms : it->second;
+  }
+};
+
+struct ServerEntry {
+  std::string name;  // the MQTT server-name (the key under mcpServers)
+  std::string description;
+  std::string meta_json;  // optional JSON object published as presence "meta"
+  // stdio servers
+  std::string command;
+  std::vector<std::string> args;
+  std::map<std::string, std::string> env;
+  std::string cwd;
+  // Streamable HTTP servers
+  std::string url;
+  std::map<std::string, std::string> headers;  // ${VAR} already expanded; values never logged
+  bool tls_verify = true;
+  std::size_t max_sessions = 32;
+
+  bool is_stdio() const { return !command.empty(); }
+  bool is_http() const { return !url.empty(); }
+};
+
+struct EgressConfig {
+  std::size_t max_sessions_per_server = 32;
+  int terminate_after_ms = 2000;  // stdin closed → SIGTERM after this long
+  int kill_after_ms = 3000;       // SIGTERM → SIGKILL after this long
+};
+
+struct LogConfig {
+  std::string level = "info";  // trace, debug, info, warn, error, critical, off
+};
+
+struct DaemonConfig {
+  int threads = 2;
+  int shutdown_grace_ms = 5000;
+};
+
+struct Config {
+  MqttConfig mqtt;
+  HttpConfig http;
+  IngressConfig ingress;
+  EgressConfig egress;
+  Timeouts timeouts;
+  std::vector<ServerEntry> servers;  // mcpServers, in file order
+  LogConfig log;
+  DaemonConfig daemon;
+
+  const ServerEntry* find_server(const std::string& name) const;
+  // One line for humans: what this configuration will do.
+  std::string summary() const;
+};
+
+// Values from the command line; each set one replaces the file's value.
+struct Overrides {
+  std::optional<std::string> broker_url;
+  std::optional<std::string> http_listen;
+  std::optional<std::string> log_level;
+  std::optional<std::string> default_server;
+};
+
+// One problem found in a configuration: where, and what to do about it.
+struct Problem {
+  std::string path;  // key path such as mqtt.url or mcpServers."demo/x".command; empty: whole file
+  std::string message;
+};
+
+struct LoadResult {
+  std::optional<Config> config;  // set when there are no problems
+  std::vector<Problem> problems;
+  bool ok() const { return config.has_value(); }
+};
+
+// Environment lookups go through this, so tests can supply their own.
+using GetEnv = const char* (*)(const char*);
+
+// Parses and validates a configuration text. `origin` names the source in messages.
+LoadResult parse(const std::string& text, const std::string& origin, GetEnv getenv_fn = nullptr);
+// Reads and parses a file.
+LoadResult load_file(const std::string& path, GetEnv getenv_fn = nullptr);
+// Defaults only (no file), with environment overrides applied.
+LoadResult defaults(GetEnv getenv_fn = nullptr);
+// Applies command-line overrides and re-validates what they touch.
+void apply_overrides(LoadResult& result, const Overrides& overrides);
+
+// Formats problems one per line: "origin: path: message".
+std::string format_problems(const std::vector<Problem>& problems, const std::string& origin);
+
+// Validation helpers shared with the command line.
+bool parse_host_port(const std::string& text, std::string& host, std::uint16_t& port,
+                     std::string& why);
+bool is_log_level(const std::string& level);
+// The closest of `candidates` to `word`, or empty when none is close enough to suggest.
+std::string nearest(const std::string& word, const std::vector<std::string>& candidates);
+
+}  // namespace mcpmqtt::config

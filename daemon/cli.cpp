@@ -1,0 +1,168 @@
+#include "daemon/cli.hpp"
+
+#include <algorithm>
+#include <functional>
+
+namespace mcpmqtt::daemon {
+
+namespace {
+
+struct OptionSpec {
+  const char* name;  // "--broker"
+  const char* arg;   // "URL", or nullptr for a flag
+  const char* help;
+  std::vector<Command> commands;  // where the option is accepted
+  std::function<void(CommandLine&, const std::string&)> apply;
+};
+
+struct SubcommandSpec {
+  const char* name;
+  Command command;
+  const char* synopsis;
+  const char* help;
+};
+
+const std::vector<SubcommandSpec>& subcommands() {
+  static const std::vector<SubcommandSpec> specs = {};
+  return specs;
+}
+
+const std::vector<OptionSpec>& options() {
+  static const std::vector<OptionSpec> specs = {
+      {"--config",
+       "FILE",
+       "configuration file (JSON with comments); env MCPMQTT_CONFIG",
+       {Command::run, Command::stdio, Command::expose},
+       [](CommandLine& c, const std::string& v) { c.config_file = v; }},
+      {"--check-config",
+       "FILE",
+       "validate FILE, print a one-line summary, exit 0 (2 on errors)",
+       {Command::run},
+       [](CommandLine& c, const std::string& v) {
+         c.command = Command::check_config;
+         c.config_file = v;
+       }},
+      {"--broker",
+       "URL",
+       "MQTT broker, mqtt://HOST[:PORT] or mqtts://HOST[:PORT]; env MCPMQTT_BROKER (default "
+       "mqtt://127.0.0.1:1883)",
+       {Command::run, Command::check_config, Command::stdio, Command::expose},
+       [](CommandLine& c, const std::string& v) { c.overrides.broker_url = v; }},
+      {"--listen",
+       "HOST:PORT",
+       "HTTP ingress address; env MCPMQTT_HTTP_LISTEN (default 127.0.0.1:8080)",
+       {Command::run, Command::check_config},
+       [](CommandLine& c, const std::string& v) { c.overrides.http_listen = v; }},
+      {"--log-level",
+       "LEVEL",
+       "trace, debug, info, warn, error, critical or off; env MCPMQTT_LOG_LEVEL (default info)",
+       {Command::run, Command::check_config, Command::stdio, Command::expose},
+       [](CommandLine& c, const std::string& v) { c.overrides.log_level = v; }},
+      {"--help",
+       nullptr,
+       "show this help and exit",
+       {Command::run, Command::check_config, Command::stdio, Command::expose},
+       [](CommandLine& c, const std::string&) { c.command = Command::help; }},
+      {"--version",
+       nullptr,
+       "print the version and exit",
+       {Command::run, Command::check_config, Command::stdio, Command::expose},
+       [](CommandLine& c, const std::string&) { c.command = Command::version; }},
+  };
+  return specs;
+}
+
+const char* command_name(Command c) {
+  for (const auto& s : subcommands()) {
+    if (s.command == c) return s.name;
+  }
+  return "the daemon";
+}
+
+}  // namespace
+
+ParseResult parse_command_line(const std::vector<std::string>& args) {
+  CommandLine cl;
+  std::size_t i = 0;
+  if (i < args.size() && !args[i].starts_with("-")) {
+    const auto& subs = subcommands();
+    auto it =
+        std::find_if(subs.begin(), subs.end(), [&](const auto& s) { return args[i] == s.name; });
+    if (it == subs.end()) {
+      return {std::nullopt, "unknown subcommand \"" + args[i] + "\"; see --help"};
+    }
+    cl.command = it->command;
+    ++i;
+  }
+  const Command mode = cl.command;
+  for (; i < args.size(); ++i) {
+    std::string arg = args[i];
+    if (arg == "--") {
+      if (mode != Command::expose) return {std::nullopt, "unexpected \"--\"; see --help"};
+      cl.child_argv.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      break;
+    }
+    std::string value;
+    bool has_inline_value = false;
+    if (const auto eq = arg.find('='); arg.starts_with("--") && eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      has_inline_value = true;
+    }
+    const auto& opts = options();
+    auto it = std::find_if(opts.begin(), opts.end(), [&](const auto& o) { return arg == o.name; });
+    if (it == opts.end()) {
+      return {std::nullopt, "unknown option \"" + arg + "\"; see --help"};
+    }
+    if (std::find(it->commands.begin(), it->commands.end(), mode) == it->commands.end()) {
+      return {std::nullopt,
+              std::string("option ") + it->name + " does not apply to " + command_name(mode)};
+    }
+    if (it->arg) {
+      if (!has_inline_value) {
+        if (i + 1 >= args.size()) {
+          return {std::nullopt,
+                  std::string("option ") + it->name + " needs a value (" + it->arg + ")"};
+        }
+        value = args[++i];
+      }
+    } else if (has_inline_value) {
+      return {std::nullopt, std::string("option ") + it->name + " takes no value"};
+    }
+    it->apply(cl, value);
+  }
+  if (cl.command == Command::check_config && cl.config_file.empty()) {
+    return {std::nullopt, "--check-config needs a FILE"};
+  }
+  return {cl, {}};
+}
+
+std::string usage() {
+  std::string out =
+      "mcp-mqtt-bridge " MCPMQTT_VERSION
+      " — carries MCP sessions between Streamable HTTP, stdio and MCP over MQTT\n\n"
+      "Usage:\n"
+      "  mcp-mqtt-bridge [--config FILE] [options]   run the daemon\n"
+      "  mcp-mqtt-bridge --check-config FILE         validate a configuration and exit\n";
+  for (const auto& s : subcommands())
+    out += std::string("  mcp-mqtt-bridge ") + s.synopsis + "\n";
+  out += "\nOptions:\n";
+  for (const auto& o : options()) {
+    std::string left = std::string("  ") + o.name + (o.arg ? std::string(" ") + o.arg : "");
+    if (left.size() < 24)
+      left.resize(24, ' ');
+    else
+      left += "\n" + std::string(24, ' ');
+    out += left + o.help + "\n";
+  }
+  for (const auto& s : subcommands())
+    out += std::string("\n") + s.help;
+  out +=
+      "\nSecrets are never taken from the command line: the MQTT password comes from\n"
+      "mqtt.password_file or MCPMQTT_MQTT_PASSWORD (username: MCPMQTT_MQTT_USERNAME).\n"
+      "Exit status: 0 success, 1 runtime failure, 2 bad usage or invalid configuration.\n"
+      "A sample configuration documenting every key: config/bridge.example.jsonc\n";
+  return out;
+}
+
+}  // namespace mcpmqtt::daemon

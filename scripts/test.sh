@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# README command 2: installs what is missing, builds the release and the ASan+UBSan flavours,
+# and runs every test tier in both. Ends non-zero on any failure. CI runs exactly this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+
+scripts/install-deps.sh --test
+scripts/check-format.sh
+
+status=0
+for flavour in release asan; do
+  scripts/build.sh "$flavour"
+  dir=build; [[ $flavour == asan ]] && dir=build-asan
+  echo "=== tests ($flavour) ===" >&2
+  # Integration tests start their own brokers on free ports, so they may run side by side.
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir "$dir" --output-on-failure --parallel "${MCPMQTT_TEST_JOBS:-2}" \
+    || status=1
+  for label in unit integration; do
+    n=$(ctest --test-dir "$dir" -N -L "^${label}\$" | sed -n 's/^Total Tests: //p')
+    echo "$flavour: $n $label tests" >&2
+  done
+done
+
+echo "test command finished in $(( $(date +%s) - start )) s with status $status" >&2
+exit $status

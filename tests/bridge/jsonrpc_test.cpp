@@ -1,0 +1,380 @@
+#include "bridge/jsonrpc.hpp"
+
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+using namespace mcpmqtt::jsonrpc;
+
+namespace {
+
+Message ok(const std::string& text) {
+  auto m = Message::parse(text);
+  INFO(text);
+  REQUIRE(m.has_value());
+  return m.value();
+}
+
+ParseFailure bad(const std::string& text, const Limits& limits = {}) {
+  auto m = Message::parse(text, limits);
+  INFO(text);
+  REQUIRE_FALSE(m.has_value());
+  return m.error();
+}
+
+}  // namespace
+
+TEST_CASE("classifies requests, notifications, results and errors", "[jsonrpc]") {
+  auto req = ok(R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})");
+  CHECK(req.kind() == Kind::request);
+  CHECK(req.method() == "tools/list");
+  CHECK(req.id() == Id::integer(1));
+
+  auto sreq = ok(R"({"jsonrpc":"2.0","id":"abc","method":"ping","params":{}})");
+  CHECK(sreq.kind() == Kind::request);
+  CHECK(sreq.id() == Id::string("abc"));
+
+  auto note = ok(R"({"jsonrpc":"2.0","method":"notifications/initialized"})");
+  CHECK(note.kind() == Kind::notification);
+  CHECK(note.id().is_null());
+
+  auto res = ok(R"({"jsonrpc":"2.0","id":7,"result":{"tools":[]}})");
+  CHECK(res.kind() == Kind::result);
+  CHECK(res.is_response());
+  CHECK(res.method().empty());
+
+  auto err = ok(R"({"jsonrpc":"2.0","id":"x","error":{"code":-32601,"message":"nope"}})");
+  CHECK(err.kind() == Kind::error);
+  CHECK(err.error().code == -32601);
+  CHECK(err.error().message == "nope");
+  CHECK(err.error().data_json.empty());
+}
+
+TEST_CASE("an error response may carry a null id and data", "[jsonrpc]") {
+  auto err = ok(
+      R"({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error","data":{"at":[1,2]}}})");
+  CHECK(err.kind() == Kind::error);
+  CHECK(err.id().is_null());
+  CHECK(err.error().data_json == R"({"at":[1,2]})");
+}
+
+TEST_CASE("ids: negative, zero, large and string forms are kept apart", "[jsonrpc]") {
+  CHECK(ok(R"({"jsonrpc":"2.0","id":-5,"method":"m"})").id() == Id::integer(-5));
+  CHECK(ok(R"({"jsonrpc":"2.0","id":0,"method":"m"})").id() == Id::integer(0));
+  CHECK(ok(R"({"jsonrpc":"2.0","id":9223372036854775807,"method":"m"})").id() ==
+        Id::integer(INT64_MAX));
+  CHECK(ok(R"({"jsonrpc":"2.0","id":"1","method":"m"})").id() == Id::string("1"));
+  CHECK_FALSE(Id::string("1") == Id::integer(1));
+  CHECK(Id::string("1").hash() != Id::integer(1).hash());
+  CHECK(ok(R"({"jsonrpc":"2.0","id":"","method":"m"})").id() == Id::string(""));
+}
+
+TEST_CASE("progress tokens are read from _meta of requests and from progress notifications",
+          "[jsonrpc]") {
+  auto r = ok(
+      R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"progressToken":"tok-1"}}})");
+  REQUIRE(r.progress_token());
+  CHECK(*r.progress_token() == Id::string("tok-1"));
+
+  auto n = ok(
+      R"({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":42,"progress":1}})");
+  REQUIRE(n.progress_token());
+  CHECK(*n.progress_token() == Id::integer(42));
+
+  // A progressToken deeper in arguments is not the request's token.
+  auto deep = ok(
+      R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"_meta":{"progressToken":"no"}}}})");
+  CHECK_FALSE(deep.progress_token());
+}
+
+TEST_CASE("the wire text survives unchanged: ids, params, unknown members, number spellings",
+          "[jsonrpc]") {
+  const std::string text =
+      R"({"jsonrpc":"2.0","id":"a\u00e9","method":"x/y","params":{"n":1.50,"e":1E+2,"big":123456789012345678901234567890,"s":"\"q\""},"extension":{"k":[true,null]}})";
+  auto m = ok(text);
+  CHECK(m.text() == text);
+  // Re-parsing the text gives the same message.
+  auto again = ok(std::string(m.text()));
+  CHECK(again.id() == m.id());
+  CHECK(again.text() == text);
+}
+
+TEST_CASE("line breaks outside strings become spaces, so a message is one stdio line",
+          "[jsonrpc]") {
+  auto m = ok("{\n  \"jsonrpc\": \"2.0\",\r\n  \"id\": 1,\n  \"method\": \"a\\nb\"\n}");
+  CHECK(m.text().find('\n') == std::string_view::npos);
+  CHECK(m.text().find('\r') == std::string_view::npos);
+  CHECK(m.method() == "a\nb");
+}
+
+TEST_CASE("the document is available lazily and matches the text", "[jsonrpc]") {
+  auto m =
+      ok(R"({"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"test://x"}})");
+  const auto* p = m.params();
+  REQUIRE(p);
+  CHECK(std::string((*p)["uri"].GetString()) == "test://x");
+  auto r = ok(R"({"jsonrpc":"2.0","id":1,"result":{"ok":true}})");
+  REQUIRE(r.result_value());
+  CHECK((*r.result_value())["ok"].GetBool());
+  CHECK(r.params() == nullptr);
+}
+
+TEST_CASE("copies share state and can be read from many threads", "[jsonrpc]") {
+  auto m =
+      ok(R"({"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"u"}})");
+  std::vector<std::thread> threads;
+  std::atomic<int> seen{0};
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([m, &seen] {
+      auto copy = m;
+      if (std::string((*copy.params())["uri"].GetString()) == "u") ++seen;
+    });
+  }
+  for (auto& t : threads)
+    t.join();
+  CHECK(seen == 8);
+  auto copy = m;
+  CHECK(copy.shared_text() == m.shared_text());
+}
+
+TEST_CASE("builders produce valid messages", "[jsonrpc]") {
+  auto r = Message::request(Id::integer(3), "tools/call", R"({"name":"echo"})");
+  CHECK(r.kind() == Kind::request);
+  CHECK(r.text() == R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo"}})");
+  auto n = Message::notification("notifications/disconnected");
+  CHECK(n.text() == R"({"jsonrpc":"2.0","method":"notifications/disconnected"})");
+  auto res = Message::result(Id::string("s"), "{}");
+  CHECK(res.text() == R"({"jsonrpc":"2.0","id":"s","result":{}})");
+  auto e = Message::error(Id{}, Error{-32700, "bad \"json\"", R"({"line":1})"});
+  CHECK(
+      e.text() ==
+      R"({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"bad \"json\"","data":{"line":1}}})");
+  CHECK(e.error().data_json == R"({"line":1})");
+  CHECK_THROWS(Message::result(Id::integer(1), "{not json"));
+}
+
+TEST_CASE("with_id replaces the id and keeps everything else", "[jsonrpc]") {
+  auto m = ok(R"({"jsonrpc":"2.0","id":1,"method":"m","params":{"a":[1,2]},"x":"y"})");
+  auto n = m.with_id(Id::string("bridge-9"));
+  CHECK(n.id() == Id::string("bridge-9"));
+  CHECK(n.method() == "m");
+  CHECK(n.text() ==
+        R"({"jsonrpc":"2.0","id":"bridge-9","method":"m","params":{"a":[1,2]},"x":"y"})");
+  CHECK(m.id() == Id::integer(1));
+}
+
+TEST_CASE("parse errors are -32700 and say where", "[jsonrpc][malformed]") {
+  auto f = bad(R"({"jsonrpc":"2.0", "id":1,)");
+  CHECK(f.error.code == code::parse_error);
+  CHECK(f.error.message.rfind("invalid JSON at line 1 column ", 0) == 0);
+
+  f = bad("{\n\"jsonrpc\": \"2.0\",\n\"id\": 1 2}");
+  CHECK(f.error.code == code::parse_error);
+  CHECK(f.error.message ==
+        "invalid JSON at line 3 column 9: Missing a comma or '}' after an object member.");
+
+  f = bad("");
+  CHECK(f.error.code == code::parse_error);
+  CHECK(f.error.message == "empty message: expected a JSON object");
+  f = bad("   \n ");
+  CHECK(f.error.message == "empty message: expected a JSON object");
+
+  f = bad(R"({"jsonrpc":"2.0","id":1,"method":"m"} trailing)");
+  CHECK(f.error.code == code::parse_error);
+  CHECK(f.error.message.find("The document root must not be followed by other values") !=
+        std::string::npos);
+
+  // Comments and trailing commas are not JSON on the wire.
+  CHECK(bad(R"({"jsonrpc":"2.0","method":"m",})").error.code == code::parse_error);
+  CHECK(bad(R"({"jsonrpc":"2.0",/*c*/"method":"m"})").error.code == code::parse_error);
+  // Invalid UTF-8 (JSON-RPC messages MUST be UTF-8, 002 §Transports).
+  f = bad("{\"jsonrpc\":\"2.0\",\"method\":\"\xff\"}");
+  CHECK(f.error.code == code::parse_error);
+  CHECK(f.error.message.find("Invalid encoding in string") != std::string::npos);
+  // A raw control character inside a string.
+  CHECK(bad("{\"jsonrpc\":\"2.0\",\"method\":\"a\nb\"}").error.code == code::parse_error);
+}
+
+TEST_CASE("invalid requests are -32600 with the reason and the id when readable",
+          "[jsonrpc][malformed]") {
+  struct Case {
+    const char* text;
+    const char* message;
+    Id id;
+  };
+  const Case cases[] = {
+      {R"([])",
+       "a JSON-RPC message must be an object, found an array (a batch is not allowed here)",
+       {}},
+      {R"(42)", "a JSON-RPC message must be an object, found a number", {}},
+      {R"("x")", "a JSON-RPC message must be an object, found a string", {}},
+      {R"(null)", "a JSON-RPC message must be an object, found null", {}},
+      {R"(true)", "a JSON-RPC message must be an object, found a boolean", {}},
+      {R"({"id":1,"method":"m"})", R"(missing member "jsonrpc": "2.0")", Id::integer(1)},
+      {R"({"jsonrpc":"1.0","id":1,"method":"m"})", R"("jsonrpc" must be "2.0", found "1.0")",
+       Id::integer(1)},
+      {R"({"jsonrpc":2.0,"id":1,"method":"m"})",
+       R"("jsonrpc" must be the string "2.0", found a number)", Id::integer(1)},
+      {R"({"jsonrpc":"2.0","id":null,"method":"m"})",
+       R"(a request "id" must be a string or an integer, not null)",
+       {}},
+      {R"({"jsonrpc":"2.0","id":1.5,"method":"m"})",
+       R"("id" must be a string or an integer, found a non-integer number)",
+       {}},
+      {R"({"jsonrpc":"2.0","id":1.0,"method":"m"})",
+       R"("id" must be a string or an integer, found a non-integer number)",
+       {}},
+      {R"({"jsonrpc":"2.0","id":18446744073709551615,"method":"m"})",
+       R"("id" is an integer out of range (at most 9223372036854775807))",
+       {}},
+      {R"({"jsonrpc":"2.0","id":true,"method":"m"})",
+       R"("id" must be a string or an integer, found a boolean)",
+       {}},
+      {R"({"jsonrpc":"2.0","id":{},"method":"m"})",
+       R"("id" must be a string or an integer, found an object)",
+       {}},
+      {R"({"jsonrpc":"2.0","id":[1],"method":"m"})",
+       R"("id" must be a string or an integer, found an array)",
+       {}},
+      {R"({"jsonrpc":"2.0","id":1,"method":7})", R"("method" must be a string, found a number)",
+       Id::integer(1)},
+      {R"({"jsonrpc":"2.0","id":1,"method":""})", R"("method" must not be empty)", Id::integer(1)},
+      {R"({"jsonrpc":"2.0","id":1,"method":"m","params":"x"})",
+       R"("params" must be an object or an array, found a string)", Id::integer(1)},
+      {R"({"jsonrpc":"2.0","id":1,"method":"m","params":null})",
+       R"("params" must be an object or an array, found null)", Id::integer(1)},
+      {R"({"jsonrpc":"2.0","id":1,"method":"m","result":{}})",
+       R"(a message cannot have both "method" and "result")", Id::integer(1)},
+      {R"({"jsonrpc":"2.0","id":1,"method":"m","error":{"code":1,"message":"x"}})",
+       R"(a message cannot have both "method" and "error")", Id::integer(1)},
+      {R"({"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"x"}})",
+       R"(a response must have exactly one of "result" and "error", found both)", Id::integer(1)},
+      {R"({"jsonrpc":"2.0","result":{}})", R"(a response must have an "id")", {}},
+      {R"({"jsonrpc":"2.0","id":null,"result":{}})",
+       R"(a result's "id" must be a string or an integer, not null)",
+       {}},
+      {R"({"jsonrpc":"2.0","error":{"code":1,"message":"x"}})",
+       R"(an error response must have an "id" (null if unknown))",
+       {}},
+      {R"({"jsonrpc":"2.0","id":2,"error":"boom"})", R"("error" must be an object, found a string)",
+       Id::integer(2)},
+      {R"({"jsonrpc":"2.0","id":2,"error":{"message":"x"}})",
+       R"("error" must have an integer "code")", Id::integer(2)},
+      {R"({"jsonrpc":"2.0","id":2,"error":{"code":1.5,"message":"x"}})",
+       R"("error.code" must be an integer, found a non-integer number)", Id::integer(2)},
+      {R"({"jsonrpc":"2.0","id":2,"error":{"code":"1","message":"x"}})",
+       R"("error.code" must be an integer, found a string)", Id::integer(2)},
+      {R"({"jsonrpc":"2.0","id":2,"error":{"code":99999999999,"message":"x"}})",
+       R"("error.code" is out of range)", Id::integer(2)},
+      {R"({"jsonrpc":"2.0","id":2,"error":{"code":1}})", R"("error" must have a string "message")",
+       Id::integer(2)},
+      {R"({"jsonrpc":"2.0","id":2,"error":{"code":1,"message":null}})",
+       R"("error.message" must be a string, found null)", Id::integer(2)},
+      {R"({"jsonrpc":"2.0","id":3})",
+       R"(a message must have "method" (request or notification) or "result"/"error" (response))",
+       Id::integer(3)},
+      {R"({"jsonrpc":"2.0","id":1,"id":2,"method":"m"})", R"(member "id" appears more than once)",
+       Id::integer(2)},
+      {R"({"jsonrpc":"2.0","method":"a","method":"b"})",
+       R"(member "method" appears more than once)",
+       {}},
+  };
+  for (const auto& c : cases) {
+    auto f = bad(c.text);
+    INFO(c.text);
+    CHECK(f.error.code == code::invalid_request);
+    CHECK(f.error.message == c.message);
+    CHECK(f.id == c.id);
+  }
+}
+
+TEST_CASE("limits on size and nesting depth", "[jsonrpc][malformed]") {
+  Limits small{64, 100};
+  auto f = bad(
+      R"({"jsonrpc":"2.0","method":"m","params":{"pad":"0123456789012345678901234567890123456789"}})",
+      small);
+  CHECK(f.error.code == code::invalid_request);
+  CHECK(f.error.message == "message of 90 bytes exceeds the limit of 64 bytes");
+
+  std::string deep = R"({"jsonrpc":"2.0","method":"m","params":)";
+  for (int i = 0; i < 200; ++i)
+    deep += "[";
+  for (int i = 0; i < 200; ++i)
+    deep += "]";
+  deep += "}";
+  f = bad(deep);
+  CHECK(f.error.code == code::invalid_request);
+  CHECK(f.error.message == "nesting deeper than 100 levels");
+
+  // Deep nesting within the limit is fine; a million brackets do not overflow the stack.
+  std::string ok_depth = R"({"jsonrpc":"2.0","method":"m","params":)";
+  for (int i = 0; i < 98; ++i)
+    ok_depth += "[";
+  for (int i = 0; i < 98; ++i)
+    ok_depth += "]";
+  ok_depth += "}";
+  CHECK(Message::parse(ok_depth).has_value());
+  std::string bomb(1'000'000, '[');
+  f = bad(bomb, Limits{2'000'000, 100});
+  CHECK(f.error.message == "nesting deeper than 100 levels");
+}
+
+TEST_CASE("bodies: single messages and batches", "[jsonrpc][batch]") {
+  auto single = parse_body(R"({"jsonrpc":"2.0","id":1,"method":"m"})");
+  REQUIRE(single);
+  CHECK_FALSE(single->batch);
+  REQUIRE(single->messages.size() == 1);
+
+  const std::string a = R"({"jsonrpc":"2.0","id":1,"method":"a","params":{"s":"],[{"}})";
+  const std::string b = R"({"jsonrpc":"2.0","method":"b"})";
+  const std::string c = R"({"jsonrpc":"2.0","id":"z","result":[1,[2]]})";
+  auto batch = parse_body(" [ " + a + " ,\n" + b + "," + c + " ] ");
+  REQUIRE(batch);
+  CHECK(batch->batch);
+  REQUIRE(batch->messages.size() == 3);
+  CHECK(batch->messages[0].text() == a);
+  CHECK(batch->messages[0].method() == "a");
+  CHECK(batch->messages[1].text() == b);
+  CHECK(batch->messages[2].text() == c);
+  CHECK(serialize_batch(batch->messages) == "[" + a + "," + b + "," + c + "]");
+}
+
+TEST_CASE("malformed batches", "[jsonrpc][batch][malformed]") {
+  auto f = parse_body("[]");
+  REQUIRE_FALSE(f);
+  CHECK(f.error().error.code == code::invalid_request);
+  CHECK(f.error().error.message == "empty batch: a batch must hold at least one message");
+
+  f = parse_body(R"([{"jsonrpc":"2.0","method":"a"}, 5])");
+  REQUIRE_FALSE(f);
+  CHECK(f.error().error.code == code::invalid_request);
+  CHECK(f.error().error.message ==
+        "batch element 1: a JSON-RPC message must be an object, found a number");
+
+  f = parse_body(R"([{"jsonrpc":"2.0","method":"a"}, {"jsonrpc":"2.0","id":9}])");
+  REQUIRE_FALSE(f);
+  CHECK(
+      f.error().error.message ==
+      R"(batch element 1: a message must have "method" (request or notification) or "result"/"error" (response))");
+  CHECK(f.error().id == Id::integer(9));
+
+  f = parse_body(R"([{"jsonrpc":"2.0","method":"a"})");
+  REQUIRE_FALSE(f);
+  CHECK(f.error().error.code == code::parse_error);
+
+  f = parse_body(R"([[{"jsonrpc":"2.0","method":"a"}]])");
+  REQUIRE_FALSE(f);
+  CHECK(f.error().error.message ==
+        "batch element 0: a JSON-RPC message must be an object, found an array (a batch is not "
+        "allowed here)");
+
+  std::string big = "[" + std::string(100, ' ') + R"({"jsonrpc":"2.0","method":"a"}])";
+  f = parse_body(big, Limits{50, 100});
+  REQUIRE_FALSE(f);
+  CHECK(f.error().error.message == "batch of 132 bytes exceeds the limit of 50 bytes");
+}
+
+TEST_CASE("quote escapes for JSON", "[jsonrpc]") {
+  CHECK(quote("a\"b\\c\n") == R"("a\"b\\c\n")");
+  CHECK(quote("") == R"("")");
+}

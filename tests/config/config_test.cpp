@@ -1,0 +1,355 @@
+#include "config/config.hpp"
+
+#include <map>
+
+#include <catch2/catch.hpp>
+
+#include "tests/support/temp_dir.hpp"
+
+using namespace mcpmqtt::config;
+
+namespace {
+
+// A fake environment for tests: only what a test puts here is visible.
+std::map<std::string, std::string>& fake_env() {
+  static std::map<std::string, std::string> env;
+  return env;
+}
+const char* fake_getenv(const char* name) {
+  auto it = fake_env().find(name);
+  return it == fake_env().end() ? nullptr : it->second.c_str();
+}
+
+struct EnvGuard {
+  explicit EnvGuard(const std::map<std::string, std::string>& vars) { fake_env() = vars; }
+  ~EnvGuard() { fake_env().clear(); }
+};
+
+LoadResult load(const std::string& text) {
+  return parse(text, "test.jsonc", fake_getenv);
+}
+
+Config good(const std::string& text) {
+  auto r = load(text);
+  INFO(format_problems(r.problems, "test.jsonc"));
+  REQUIRE(r.ok());
+  return *r.config;
+}
+
+// The single problem a text has.
+Problem only_problem(const std::string& text) {
+  auto r = load(text);
+  INFO(text);
+  REQUIRE_FALSE(r.ok());
+  INFO(format_problems(r.problems, "test.jsonc"));
+  REQUIRE(r.problems.size() == 1);
+  return r.problems[0];
+}
+
+}  // namespace
+
+TEST_CASE("defaults are safe: loopback, random pick, recommended timeouts", "[config]") {
+  auto c = good("{}");
+  CHECK(c.mqtt.url == "mqtt://127.0.0.1:1883");
+  CHECK(c.mqtt.host == "127.0.0.1");
+  CHECK(c.mqtt.port == 1883);
+  CHECK_FALSE(c.mqtt.tls.enabled);
+  CHECK(c.http.listen == "127.0.0.1:8080");
+  CHECK(c.http.listen_host == "127.0.0.1");
+  CHECK(c.http.listen_port == 8080);
+  CHECK(c.ingress.server_name_filters == std::vector<std::string>{"#"});
+  CHECK(c.ingress.pick == Pick::random);
+  // 004 §Timeouts
+  CHECK(c.timeouts.for_method("initialize") == 30000);
+  CHECK(c.timeouts.for_method("ping") == 10000);
+  CHECK(c.timeouts.for_method("tools/call") == 60000);
+  CHECK(c.timeouts.for_method("sampling/createMessage") == 60000);
+  CHECK(c.timeouts.for_method("completion/complete") == 60000);
+  CHECK(c.timeouts.for_method("resources/read") == 30000);
+  CHECK(c.servers.empty());
+  CHECK(c.log.level == "info");
+}
+
+TEST_CASE("the sample configuration is valid and documents a server", "[config]") {
+  auto r = load_file(std::string(MCPMQTT_SOURCE_DIR) + "/config/bridge.example.jsonc", fake_getenv);
+  INFO(format_problems(r.problems, "bridge.example.jsonc"));
+  REQUIRE(r.ok());
+  REQUIRE(r.config->servers.size() == 1);
+  CHECK(r.config->servers[0].name == "demo/everything");
+  CHECK(r.config->servers[0].command == "npx");
+  CHECK(r.config->servers[0].args ==
+        std::vector<std::string>{"-y", "@modelcontextprotocol/server-everything"});
+}
+
+TEST_CASE("comments and trailing commas are accepted", "[config]") {
+  auto c = good(R"(// top comment
+  {
+    /* block */ "mqtt": { "url": "mqtt://broker.local:1884", },  // trailing
+    "log": { "level": "debug", },
+  })");
+  CHECK(c.mqtt.host == "broker.local");
+  CHECK(c.mqtt.port == 1884);
+  CHECK(c.log.level == "debug");
+}
+
+TEST_CASE("mcpServers entries in the desktop-host form", "[config]") {
+  EnvGuard env(std::map<std::string, std::string>{{"WEATHER_TOKEN", "s3cret"}});
+  auto c = good(R"({
+    "mcpServers": {
+      "demo/everything": { "command": "npx", "args": ["-y", "pkg"], "env": {"A": "1"},
+                           "cwd": "/tmp", "description": "demo", "max_sessions": 3,
+                           "meta": {"rbac": {"roles": []}} },
+      "tools/weather": { "type": "http", "url": "https://w.example/mcp",
+                         "headers": {"Authorization": "Bearer ${WEATHER_TOKEN}"} },
+      "off/one": { "command": "x", "disabled": true }
+    }
+  })");
+  REQUIRE(c.servers.size() == 2);
+  const auto& s = c.servers[0];
+  CHECK(s.name == "demo/everything");
+  CHECK(s.is_stdio());
+  CHECK(s.env.at("A") == "1");
+  CHECK(s.cwd == "/tmp");
+  CHECK(s.max_sessions == 3);
+  CHECK(s.meta_json == R"({"rbac":{"roles":[]}})");
+  const auto& w = c.servers[1];
+  CHECK(w.is_http());
+  CHECK(w.headers.at("Authorization") == "Bearer s3cret");
+  CHECK(w.max_sessions == 32);
+  CHECK(c.find_server("tools/weather") == &c.servers[1]);
+  CHECK(c.find_server("off/one") == nullptr);
+}
+
+TEST_CASE("a misspelt key names its path and suggests the known key", "[config][malformed]") {
+  auto p = only_problem(R"({"mqtt": {"ulr": "mqtt://x"}})");
+  CHECK(p.path == "mqtt.ulr");
+  CHECK(p.message == R"(unknown key; did you mean "url"?)");
+
+  p = only_problem(R"({"htpp": {}})");
+  CHECK(p.path == "htpp");
+  CHECK(p.message == R"(unknown key; did you mean "http"?)");
+
+  p = only_problem(R"({"http": {"limits": {"max_body_byte": 10000}}})");
+  CHECK(p.path == "http.limits.max_body_byte");
+  CHECK(p.message == R"(unknown key; did you mean "max_body_bytes"?)");
+
+  p = only_problem(R"({"mcpServers": {"a/b": {"command": "x", "argz": []}}})");
+  CHECK(p.path == R"(mcpServers."a/b".argz)");
+  CHECK(p.message == R"(unknown key; did you mean "args"?)");
+
+  // Nothing close: the known keys are listed.
+  p = only_problem(R"({"log": {"zzzzzzzz": 1}})");
+  CHECK(p.path == "log.zzzzzzzz");
+  CHECK(p.message == "unknown key (known keys here: level)");
+}
+
+TEST_CASE("text that is not JSON reports line and column", "[config][malformed]") {
+  auto p = only_problem("{\n  \"mqtt\": {\n    \"url\" \"x\"\n  }\n}");
+  CHECK(p.path.empty());
+  CHECK(p.message ==
+        "not valid JSON at line 3 column 11: Missing a colon after a name of object member.");
+  p = only_problem("");
+  CHECK(p.message == "not valid JSON at line 1 column 1: The document is empty.");
+  p = only_problem("[1]");
+  CHECK(p.message == "the configuration must be a JSON object, found an array");
+}
+
+TEST_CASE("wrong types and values name the key, the expectation and what was found",
+          "[config][malformed]") {
+  struct Case {
+    const char* text;
+    const char* path;
+    const char* message;
+  };
+  const Case cases[] = {
+      {R"({"mqtt": 5})", "mqtt", "expected an object, found an integer"},
+      {R"({"mqtt": {"url": 5}})", "mqtt.url", "expected a string, found an integer"},
+      {R"({"mqtt": {"url": ""}})", "mqtt.url", "must not be empty"},
+      {R"({"mqtt": {"url": "http://x"}})", "mqtt.url",
+       R"(expected mqtt://HOST[:PORT] or mqtts://HOST[:PORT], found "http://x")"},
+      {R"({"mqtt": {"url": "mqtt://u:p@h:1883"}})", "mqtt.url",
+       R"(expected mqtt://HOST[:PORT] with no path or credentials (use mqtt.username and mqtt.password_file), found "mqtt://u:p@h:1883")"},
+      {R"({"mqtt": {"url": "mqtt://h:99999"}})", "mqtt.url",
+       R"(in "mqtt://h:99999": port must be a number from 0 to 65535, found "99999")"},
+      {R"({"mqtt": {"keepalive_s": 1}})", "mqtt.keepalive_s",
+       "expected an integer from 5 to 3600, found 1"},
+      {R"({"mqtt": {"keepalive_s": "30"}})", "mqtt.keepalive_s",
+       R"(expected an integer from 5 to 3600, found "30")"},
+      {R"({"mqtt": {"keepalive_s": 2.5}})", "mqtt.keepalive_s",
+       "expected an integer from 5 to 3600, found a number"},
+      {R"({"mqtt": {"client_id_prefix": "a/b"}})", "mqtt.client_id_prefix",
+       "is part of MQTT client ids and must not contain '/', '+' or '#'"},
+      {R"({"mqtt": {"reconnect_min_ms": 5000, "reconnect_max_ms": 1000}})", "mqtt.reconnect_min_ms",
+       "must not exceed mqtt.reconnect_max_ms"},
+      {R"({"mqtt": {"tls": {"ca_file": "/x"}}})", "mqtt.tls",
+       R"(is set but mqtt.url "mqtt://127.0.0.1:1883" is plain TCP; use mqtts://HOST[:PORT] for TLS)"},
+      {R"({"mqtt": {"url": "mqtts://h", "tls": {"cert_file": "/c"}}})", "mqtt.tls",
+       "cert_file and key_file go together; set both or neither"},
+      {R"({"mqtt": {"url": "mqtts://h", "tls": {"verify": "yes"}}})", "mqtt.tls.verify",
+       R"(expected true or false, found "yes")"},
+      {R"({"http": {"listen": "8080"}})", "http.listen",
+       R"(expected HOST:PORT (IPv6 as [ADDR]:PORT), found "8080")"},
+      {R"({"http": {"listen": ":8080"}})", "http.listen",
+       R"(no host in ":8080" (use 127.0.0.1 for loopback, 0.0.0.0 for every interface))"},
+      {R"({"http": {"listen": "[::1]8080"}})", "http.listen",
+       R"(expected [IPv6]:PORT, found "[::1]8080")"},
+      {R"({"http": {"allowed_origins": "x"}})", "http.allowed_origins",
+       "expected an array of strings, found a string"},
+      {R"({"http": {"allowed_origins": ["a", 1]}})", "http.allowed_origins[1]",
+       "expected a string, found an integer"},
+      {R"({"http": {"limits": {"max_body_bytes": 10}}})", "http.limits.max_body_bytes",
+       "expected an integer from 1024 to 1073741824, found 10"},
+      {R"({"ingress": {"pick": "first"}})", "ingress.pick",
+       R"(expected "random" or "round_robin", found "first")"},
+      {R"({"ingress": {"server_name_filters": []}})", "ingress.server_name_filters",
+       R"(must hold at least one filter, such as "#")"},
+      {R"({"ingress": {"server_name_filters": ["a/#/b"]}})", "ingress.server_name_filters",
+       R"([0] "a/#/b" '#' must be a whole level and the last one)"},
+      {R"({"ingress": {"default_server": "a/+"}})", "ingress.default_server",
+       R"("a/+" must not contain '+' or '#')"},
+      {R"({"timeouts": {"tools/call": 0}})", R"(timeouts."tools/call")",
+       "expected a number of seconds greater than 0 and at most 86400"},
+      {R"({"timeouts": {"ping": "10"}})", "timeouts.ping",
+       R"(expected a number of seconds, found "10")"},
+      {R"({"log": {"level": "loud"}})", "log.level",
+       R"(expected one of trace, debug, info, warn, error, critical, off; found "loud")"},
+      {R"({"mcpServers": {"a/b": 1}})", R"(mcpServers."a/b")",
+       "expected an object, found an integer"},
+      {R"({"mcpServers": {"a/b": {}}})", R"(mcpServers."a/b")",
+       R"(needs "command" (a stdio server) or "url" (a Streamable HTTP server))"},
+      {R"({"mcpServers": {"a/b": {"command": "x", "url": "http://y"}}})", R"(mcpServers."a/b")",
+       R"(has both "command" and "url"; a server is either a command (stdio) or a url (Streamable HTTP))"},
+      {R"({"mcpServers": {"a/#": {"command": "x"}}})", R"(mcpServers."a/#")",
+       "the key is the MQTT server-name and must not contain '+' or '#'"},
+      {R"({"mcpServers": {"a//b": {"command": "x"}}})", R"(mcpServers."a//b")",
+       "the key is the MQTT server-name and must be levels separated by single '/', with no empty "
+       "level (like type/sub-type/name)"},
+      {R"({"mcpServers": {"a/b": {"command": "x", "args": "y"}}})", R"(mcpServers."a/b".args)",
+       "expected an array of strings, found a string"},
+      {R"({"mcpServers": {"a/b": {"command": "x", "env": {"A": 1}}}})", R"(mcpServers."a/b".env.A)",
+       "expected a string, found an integer"},
+      {R"({"mcpServers": {"a/b": {"url": "ftp://x"}}})", R"(mcpServers."a/b".url)",
+       R"(expected an http:// or https:// URL, found "ftp://x")"},
+      {R"({"mcpServers": {"a/b": {"url": "http://x", "headers": {"A": "${NOPE}"}}}})",
+       R"(mcpServers."a/b".headers.A)", "environment variable NOPE is not set"},
+      {R"({"mcpServers": {"a/b": {"command": "x", "headers": {"A": "b"}}}})",
+       R"(mcpServers."a/b".headers)", R"(only applies to "url" servers)"},
+      {R"({"mcpServers": {"a/b": {"command": "x", "type": "http"}}})", R"(mcpServers."a/b".type)",
+       R"("http" does not match the entry's "command")"},
+      {R"({"mcpServers": {"a/b": {"command": "x", "type": "sse"}}})", R"(mcpServers."a/b".type)",
+       R"(expected "stdio", "http" or "streamable-http", found "sse")"},
+      {R"({"mcpServers": {"a/b": {"command": "x", "meta": []}}})", R"(mcpServers."a/b".meta)",
+       "expected an object, found an array"},
+      {R"({"daemon": {"threads": 0}})", "daemon.threads",
+       "expected an integer from 1 to 64, found 0"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.text);
+    auto p = only_problem(c.text);
+    CHECK(p.path == c.path);
+    CHECK(p.message == c.message);
+  }
+}
+
+TEST_CASE("every problem is reported, not only the first", "[config][malformed]") {
+  auto r = load(R"({"mqtt": {"ulr": "x", "keepalive_s": 0}, "logg": {}})");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.problems.size() == 3);
+  const auto text = format_problems(r.problems, "f.jsonc");
+  CHECK(text.find("f.jsonc: mqtt.ulr: unknown key; did you mean \"url\"?\n") != std::string::npos);
+  CHECK(text.find("f.jsonc: mqtt.keepalive_s: expected an integer from 5 to 3600, found 0\n") !=
+        std::string::npos);
+  CHECK(text.find("f.jsonc: logg: unknown key; did you mean \"log\"?\n") != std::string::npos);
+}
+
+TEST_CASE("mqtts URLs, IPv6 hosts and default ports", "[config]") {
+  CHECK(good(R"({"mqtt": {"url": "mqtts://broker.example"}})").mqtt.port == 8883);
+  CHECK(good(R"({"mqtt": {"url": "mqtts://broker.example"}})").mqtt.tls.enabled);
+  auto c = good(R"({"mqtt": {"url": "mqtt://[::1]:1999"}})");
+  CHECK(c.mqtt.host == "::1");
+  CHECK(c.mqtt.port == 1999);
+  c = good(R"({"mqtt": {"url": "tcp://[::1]"}})");
+  CHECK(c.mqtt.host == "::1");
+  CHECK(c.mqtt.port == 1883);
+  c = good(R"({"http": {"listen": "[::1]:9000"}})");
+  CHECK(c.http.listen_host == "::1");
+  CHECK(c.http.listen_port == 9000);
+  c = good(
+      R"({"mqtt": {"url": "mqtts://h:8884", "tls": {"ca_file": "/ca", "cert_file": "/c", "key_file": "/k", "verify": false}}})");
+  CHECK(c.mqtt.tls.ca_file == "/ca");
+  CHECK_FALSE(c.mqtt.tls.verify);
+}
+
+TEST_CASE("secrets come from files and the environment", "[config]") {
+  mcpmqtt::test::TempDir dir;
+  const auto pw = dir.write("pw", "hunter2\n");
+  const auto tokens = dir.write("tokens", "# comment\n  tok-a  \n\ntok-b\n");
+  auto c = good(R"({"mqtt": {"username": "u", "password_file": ")" + pw +
+                R"("}, "http": {"bearer_tokens_file": ")" + tokens + R"("}})");
+  CHECK(c.mqtt.password == "hunter2");
+  CHECK(c.http.bearer_tokens == std::vector<std::string>{"tok-a", "tok-b"});
+
+  {
+    EnvGuard env(std::map<std::string, std::string>{{"MCPMQTT_MQTT_PASSWORD", "from-env"},
+                                                    {"MCPMQTT_MQTT_USERNAME", "env-user"}});
+    auto e = good("{}");
+    CHECK(e.mqtt.password == "from-env");
+    CHECK(e.mqtt.username == "env-user");
+  }
+
+  auto p = only_problem(R"({"mqtt": {"username": "u", "password_file": "/nonexistent/pw"}})");
+  CHECK(p.path == "mqtt.password_file");
+  CHECK(p.message == "cannot read /nonexistent/pw: No such file or directory");
+
+  const auto empty_tokens = dir.write("empty", "# nothing\n\n");
+  p = only_problem(R"({"http": {"bearer_tokens_file": ")" + empty_tokens + R"("}})");
+  CHECK(p.path == "http.bearer_tokens_file");
+  CHECK(p.message == "holds no token (one per line; # starts a comment)");
+
+  p = only_problem(R"({"mqtt": {"password_file": ")" + pw + R"("}})");
+  CHECK(p.path == "mqtt.username");
+}
+
+TEST_CASE("environment overrides the file, flags override the environment", "[config]") {
+  EnvGuard env(std::map<std::string, std::string>{{"MCPMQTT_BROKER", "mqtt://env-broker:1000"},
+                                                  {"MCPMQTT_HTTP_LISTEN", "127.0.0.1:9001"},
+                                                  {"MCPMQTT_LOG_LEVEL", "warn"}});
+  auto r = load(R"({"mqtt": {"url": "mqtt://file-broker"}, "log": {"level": "debug"}})");
+  REQUIRE(r.ok());
+  CHECK(r.config->mqtt.host == "env-broker");
+  CHECK(r.config->mqtt.port == 1000);
+  CHECK(r.config->http.listen_port == 9001);
+  CHECK(r.config->log.level == "warn");
+
+  Overrides o;
+  o.broker_url = "mqtts://flag-broker:2000";
+  o.log_level = "error";
+  apply_overrides(r, o);
+  REQUIRE(r.ok());
+  CHECK(r.config->mqtt.host == "flag-broker");
+  CHECK(r.config->mqtt.port == 2000);
+  CHECK(r.config->mqtt.tls.enabled);
+  CHECK(r.config->log.level == "error");
+
+  Overrides bad_flag;
+  bad_flag.broker_url = "localhost";
+  apply_overrides(r, bad_flag);
+  REQUIRE_FALSE(r.ok());
+  REQUIRE(r.problems.size() == 1);
+  CHECK(r.problems[0].path == "--broker");
+}
+
+TEST_CASE("summary says what the configuration will do", "[config]") {
+  auto c = good(R"({"ingress": {"default_server": "demo/x"},
+                    "mcpServers": {"demo/x": {"command": "x"}, "web/y": {"url": "http://h/mcp"}}})");
+  CHECK(c.summary() ==
+        "broker mqtt://127.0.0.1:1883; HTTP ingress on 127.0.0.1:8080 (/mcp → demo/x); 2 servers "
+        "exposed (demo/x: stdio, web/y: http)");
+}
+
+TEST_CASE("nearest suggests only close keys", "[config]") {
+  CHECK(nearest("ulr", {"url", "username"}) == "url");
+  CHECK(nearest("usrname", {"url", "username"}) == "username");
+  CHECK(nearest("URL", {"url"}) == "url");
+  CHECK(nearest("completely", {"url", "tls"}).empty());
+}

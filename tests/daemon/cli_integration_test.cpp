@@ -1,0 +1,60 @@
+// The executable's command line, run as a user would run it.
+#include <catch2/catch.hpp>
+
+#include "tests/support/process.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using namespace mcpmqtt::test;
+
+namespace {
+const std::string kExe = MCPMQTT_BRIDGE_EXE;
+const std::string kSample = std::string(MCPMQTT_SOURCE_DIR) + "/config/bridge.example.jsonc";
+}  // namespace
+
+TEST_CASE("cli: --check-config accepts the sample configuration", "[integration][cli]") {
+  auto r = run_capture({kExe, "--check-config", kSample});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find(": OK: broker mqtt://127.0.0.1:1883") != std::string::npos);
+  CHECK(r.out.find("demo/everything: stdio") != std::string::npos);
+  CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1);
+}
+
+TEST_CASE("cli: --check-config names a misspelt key and suggests the right one",
+          "[integration][cli]") {
+  TempDir dir;
+  const auto f = dir.write("bad.jsonc", R"({ "mqtt": { "ulr": "mqtt://127.0.0.1:1883" } })");
+  auto r = run_capture({kExe, "--check-config", f});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == f + ": mqtt.ulr: unknown key; did you mean \"url\"?\n");
+}
+
+TEST_CASE("cli: --check-config reports line and column of text that is not JSON",
+          "[integration][cli]") {
+  TempDir dir;
+  const auto f = dir.write("broken.jsonc", "{\n  \"mqtt\": {\n    \"url\": mqtt://x\n  }\n}\n");
+  auto r = run_capture({kExe, "--check-config", f});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == f + ": not valid JSON at line 3 column 12: Invalid value.\n");
+}
+
+TEST_CASE("cli: --check-config of a missing file", "[integration][cli]") {
+  auto r = run_capture({kExe, "--check-config", "/nonexistent/x.jsonc"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "/nonexistent/x.jsonc: cannot read the file: No such file or directory\n");
+}
+
+TEST_CASE("cli: --help and --version and bad usage", "[integration][cli]") {
+  auto h = run_capture({kExe, "--help"});
+  CHECK(h.exit_code == 0);
+  CHECK(h.out.find("Usage:") != std::string::npos);
+  auto v = run_capture({kExe, "--version"});
+  CHECK(v.exit_code == 0);
+  CHECK(v.out == "mcp-mqtt-bridge " MCPMQTT_VERSION "\n");
+  auto bad = run_capture({kExe, "--frobnicate"});
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err == "mcp-mqtt-bridge: unknown option \"--frobnicate\"; see --help\n");
+  auto flag = run_capture({kExe, "--check-config", kSample, "--broker", "localhost"});
+  CHECK(flag.exit_code == 2);
+  CHECK(flag.err.find("--broker: expected mqtt://HOST[:PORT]") != std::string::npos);
+}

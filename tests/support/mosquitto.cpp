@@ -1,0 +1,148 @@
+#include "tests/support/mosquitto.hpp"
+
+#include <stdexcept>
+#include <thread>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace mcpmqtt::test {
+
+std::uint16_t free_loopback_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw std::runtime_error("socket failed");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    throw std::runtime_error("bind to 127.0.0.1:0 failed");
+  }
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+bool wait_for_port(std::uint16_t port, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(port);
+    const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    ::close(fd);
+    if (ok) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+Mosquitto::Mosquitto(Options options) : options_(std::move(options)) {
+  // Another process may take a port between our probe and the broker's bind: try a few.
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    port_ = free_loopback_port();
+    try {
+      start();
+      return;
+    } catch (const std::exception&) {
+      if (attempt == 4) throw;
+    }
+  }
+}
+
+Mosquitto::~Mosquitto() {
+  kill();
+}
+
+std::string Mosquitto::url() const {
+  return std::string(options_.tls_cert_file.empty() ? "mqtt" : "mqtts") +
+         "://127.0.0.1:" + std::to_string(port_);
+}
+
+void Mosquitto::start() {
+  std::string conf;
+  conf += "per_listener_settings false\n";
+  conf += "persistence false\n";
+  conf += "log_dest stderr\n";
+  conf += "log_type error\nlog_type warning\nlog_type notice\nlog_type information\n";
+  conf += "connection_messages true\n";
+  conf += "listener " + std::to_string(port_) + " 127.0.0.1\n";
+  if (!options_.tls_cert_file.empty()) {
+    conf += "certfile " + options_.tls_cert_file + "\n";
+    conf += "keyfile " + options_.tls_key_file + "\n";
+    if (!options_.tls_ca_file.empty()) conf += "cafile " + options_.tls_ca_file + "\n";
+  }
+  if (!options_.username.empty()) {
+    const std::string pw = dir_.write("passwd", options_.username + ":" + options_.password + "\n");
+    // mosquitto_passwd -U hashes the plain-text file in place.
+    auto r = run_capture({"mosquitto_passwd", "-U", pw});
+    if (r.exit_code != 0) throw std::runtime_error("mosquitto_passwd failed: " + r.err);
+    conf += "allow_anonymous false\npassword_file " + pw + "\n";
+  } else {
+    conf += "allow_anonymous true\n";
+  }
+  conf += options_.extra_config;
+  const std::string conf_path = dir_.write("mosquitto.conf", conf);
+
+  Process::Options o;
+  o.argv = {"mosquitto", "-c", conf_path};
+  o.stderr_file = dir_.path() + "/mosquitto.log";
+  o.stdout_file = dir_.path() + "/mosquitto.log";
+  proc_ = Process::start(o);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (!proc_->running()) {
+      throw std::runtime_error("mosquitto exited at start on port " + std::to_string(port_) +
+                               ":\n" + log());
+    }
+    if (wait_for_port(port_, std::chrono::milliseconds(50))) return;
+  }
+  throw std::runtime_error("mosquitto did not listen on port " + std::to_string(port_) + ":\n" +
+                           log());
+}
+
+bool Mosquitto::running() {
+  return proc_ && proc_->running();
+}
+
+void Mosquitto::stop() {
+  if (!proc_) return;
+  proc_->signal(SIGTERM);
+  if (!proc_->wait_for(std::chrono::seconds(10))) proc_->signal_group(SIGKILL);
+  proc_->wait_for(std::chrono::seconds(5));
+  proc_.reset();
+}
+
+void Mosquitto::kill() {
+  if (!proc_) return;
+  proc_->signal_group(SIGKILL);
+  proc_->wait_for(std::chrono::seconds(5));
+  proc_.reset();
+}
+
+void Mosquitto::restart() {
+  stop();
+  // The port was ours a moment ago; mosquitto sets SO_REUSEADDR, so binding again works.
+  for (int attempt = 0;; ++attempt) {
+    try {
+      start();
+      return;
+    } catch (const std::exception&) {
+      if (attempt == 20) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+}
+
+std::string Mosquitto::log() const {
+  return read_file(dir_.path() + "/mosquitto.log");
+}
+
+}  // namespace mcpmqtt::test

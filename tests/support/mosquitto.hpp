@@ -1,0 +1,62 @@
+// A real Mosquitto broker for one test: a free loopback port, its own configuration and log in a
+// temporary directory, stopped (and its port released) when the object goes away. Supports a
+// restart on the same port, for reconnect tests, and TLS / password listeners.
+//
+// Not thread-safe; owned by one test.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "tests/support/process.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace mcpmqtt::test {
+
+// A free TCP port on 127.0.0.1 at the time of the call.
+std::uint16_t free_loopback_port();
+
+// True once a TCP connection to 127.0.0.1:port succeeds.
+bool wait_for_port(std::uint16_t port, std::chrono::milliseconds timeout);
+
+class Mosquitto {
+ public:
+  struct Options {
+    // TLS listener: PEM files; the port then speaks TLS only.
+    std::string tls_cert_file;
+    std::string tls_key_file;
+    std::string tls_ca_file;
+    // Credentials required when set (username:password written to a password file).
+    std::string username;
+    std::string password;
+    // Extra lines appended to the generated mosquitto.conf.
+    std::string extra_config;
+  };
+
+  Mosquitto() : Mosquitto(Options{}) {}
+  explicit Mosquitto(Options options);
+  ~Mosquitto();
+
+  std::uint16_t port() const { return port_; }
+  // mqtt://127.0.0.1:PORT, or mqtts:// for a TLS listener.
+  std::string url() const;
+  bool running();
+
+  void stop();     // graceful (SIGTERM), waits for exit
+  void kill();     // SIGKILL, waits for exit
+  void restart();  // start again on the same port
+
+  // The broker's log so far (for failure messages).
+  std::string log() const;
+
+ private:
+  void start();
+  Options options_;
+  TempDir dir_;
+  std::uint16_t port_ = 0;
+  std::unique_ptr<Process> proc_;
+};
+
+}  // namespace mcpmqtt::test
