@@ -11,7 +11,7 @@ const std::string kExe = MCPMQTT_BRIDGE_EXE;
 const std::string kSample = std::string(MCPMQTT_SOURCE_DIR) + "/config/bridge.example.jsonc";
 }  // namespace
 
-TEST_CASE("cli: --check-config accepts the sample configuration", "[integration][cli]") {
+TEST_CASE("cli: --check-config accepts the sample configuration", "[cli]") {
   auto r = run_capture({kExe, "--check-config", kSample});
   INFO(r.err);
   CHECK(r.exit_code == 0);
@@ -20,8 +20,7 @@ TEST_CASE("cli: --check-config accepts the sample configuration", "[integration]
   CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1);
 }
 
-TEST_CASE("cli: --check-config names a misspelt key and suggests the right one",
-          "[integration][cli]") {
+TEST_CASE("cli: --check-config names a misspelt key and suggests the right one", "[cli]") {
   TempDir dir;
   const auto f = dir.write("bad.jsonc", R"({ "mqtt": { "ulr": "mqtt://127.0.0.1:1883" } })");
   auto r = run_capture({kExe, "--check-config", f});
@@ -29,8 +28,7 @@ TEST_CASE("cli: --check-config names a misspelt key and suggests the right one",
   CHECK(r.err == f + ": mqtt.ulr: unknown key; did you mean \"url\"?\n");
 }
 
-TEST_CASE("cli: --check-config reports line and column of text that is not JSON",
-          "[integration][cli]") {
+TEST_CASE("cli: --check-config reports line and column of text that is not JSON", "[cli]") {
   TempDir dir;
   const auto f = dir.write("broken.jsonc", "{\n  \"mqtt\": {\n    \"url\": mqtt://x\n  }\n}\n");
   auto r = run_capture({kExe, "--check-config", f});
@@ -38,13 +36,13 @@ TEST_CASE("cli: --check-config reports line and column of text that is not JSON"
   CHECK(r.err == f + ": not valid JSON at line 3 column 12: Invalid value.\n");
 }
 
-TEST_CASE("cli: --check-config of a missing file", "[integration][cli]") {
+TEST_CASE("cli: --check-config of a missing file", "[cli]") {
   auto r = run_capture({kExe, "--check-config", "/nonexistent/x.jsonc"});
   CHECK(r.exit_code == 2);
   CHECK(r.err == "/nonexistent/x.jsonc: cannot read the file: No such file or directory\n");
 }
 
-TEST_CASE("cli: --help and --version and bad usage", "[integration][cli]") {
+TEST_CASE("cli: --help and --version and bad usage", "[cli]") {
   auto h = run_capture({kExe, "--help"});
   CHECK(h.exit_code == 0);
   CHECK(h.out.find("Usage:") != std::string::npos);

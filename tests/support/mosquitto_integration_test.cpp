@@ -1,9 +1,8 @@
 // The Mosquitto test helper works: a real broker on a free loopback port carries MQTT v5
 // retained messages with user properties, and honours No Local.
-#include "tests/support/mosquitto.hpp"
-
 #include <catch2/catch.hpp>
 
+#include "tests/support/mosquitto.hpp"
 #include "tests/support/observer.hpp"
 
 using namespace mcpmqtt::test;
