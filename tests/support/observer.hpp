@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-namespace mqtt {
+namespace mqtt {  // Eclipse Paho
 class async_client;
 }
 
@@ -38,6 +38,12 @@ class Observer {
     bool will_retained = false;
     std::string username, password;
     std::string ca_file;  // for mqtts:// brokers
+
+    static Options with_id(std::string id) {
+      Options o;
+      o.client_id = std::move(id);
+      return o;
+    }
   };
   explicit Observer(const std::string& url) : Observer(url, Options{}) {}
   Observer(const std::string& url, Options options);
@@ -65,7 +71,7 @@ class Observer {
 
  private:
   std::string client_id_;
-  std::unique_ptr<mqtt::async_client> client_;
+  std::unique_ptr<::mqtt::async_client> client_;
 };
 
 // A random id usable as an MQTT client id.

@@ -25,6 +25,13 @@ class Process {
     bool pipe_stdout = false;
   };
 
+  // Options for a process whose stdout the test reads (read_line), stdin and stderr inherited.
+  static Options piped(std::vector<std::string> argv) {
+    Options o;
+    o.argv = std::move(argv);
+    o.pipe_stdout = true;
+    return o;
+  }
   // Starts the process in a new process group; throws std::runtime_error when it cannot.
   static std::unique_ptr<Process> start(Options options);
   ~Process();

@@ -1,0 +1,194 @@
+#include "mqtt/client_session.hpp"
+
+#include <random>
+
+#include <boost/asio/post.hpp>
+#include <openssl/rand.h>
+
+#include "bridge/log.hpp"
+#include "mqtt/topics.hpp"
+
+namespace mcpmqtt::mqtt {
+
+namespace {
+
+auto logger() {
+  static auto l = log::get("mqtt");
+  return l;
+}
+
+const std::string kDisconnected = R"({"jsonrpc":"2.0","method":"notifications/disconnected"})";
+
+}  // namespace
+
+std::string fresh_client_id(const std::string& prefix) {
+  unsigned char bytes[16];
+  if (RAND_bytes(bytes, sizeof bytes) != 1) {
+    // OpenSSL's generator failing is exceptional; fall back to the OS generator.
+    std::random_device rd;
+    for (auto& b : bytes)
+      b = static_cast<unsigned char>(rd());
+  }
+  static const char* hex = "0123456789abcdef";
+  std::string id = prefix + "-";
+  for (unsigned char b : bytes) {
+    id.push_back(hex[b >> 4]);
+    id.push_back(hex[b & 0xF]);
+  }
+  return id;
+}
+
+std::shared_ptr<ClientSession> ClientSession::create(boost::asio::any_io_executor strand,
+                                                     Options options) {
+  return std::shared_ptr<ClientSession>(new ClientSession(std::move(strand), std::move(options)));
+}
+
+ClientSession::ClientSession(boost::asio::any_io_executor strand, Options options)
+    : strand_(std::move(strand)),
+      options_(std::move(options)),
+      prefix_("[mqtt client " + options_.client_id + " → " + options_.server_name + "]"),
+      rpc_topic_(topics::rpc(options_.client_id, options_.server_id, options_.server_name)),
+      control_topic_(topics::server_control(options_.server_id, options_.server_name)) {}
+
+void ClientSession::start(Receiver receiver) {
+  if (state_ != State::idle) return;
+  receiver_ = std::move(receiver);
+  state_ = State::subscribing;
+
+  ConnectionOptions o;
+  o.broker = options_.broker;
+  o.client_id = options_.client_id;
+  o.role = Role::client;
+  o.meta_json = options_.connect_meta_json;
+  // 004 §Client Disconnect: the will tells the server we vanished.
+  o.will = Will{topics::client_presence(options_.client_id), kDisconnected, false};
+  o.reconnect = false;
+  std::weak_ptr<ClientSession> weak = weak_from_this();
+  Connection::Handlers h;
+  h.on_message = [weak](const Incoming& in) {
+    if (auto self = weak.lock()) self->on_message(in);
+  };
+  h.on_connection_lost = [weak](const std::string& cause) {
+    if (auto self = weak.lock()) {
+      self->fail({bridge::CloseReason::Kind::peer_gone,
+                  "lost the connection to the MQTT broker" + (cause.empty() ? "" : ": " + cause)});
+    }
+  };
+  h.on_connect_failed = [weak](const std::string& why, bool) {
+    if (auto self = weak.lock()) self->fail({bridge::CloseReason::Kind::peer_gone, why});
+  };
+  conn_ = Connection::create(strand_, std::move(o), std::move(h));
+  // 004 §Initialization, §Capability List Changed: these are in place before initialize goes
+  // out. The presence subscription tells us when this server instance goes away.
+  auto done = [weak](bool ok, const std::string& why) {
+    if (auto self = weak.lock()) self->on_subscribed(ok, why);
+  };
+  conn_->subscribe(rpc_topic_, /*no_local=*/true, done);
+  conn_->subscribe(topics::server_capability(options_.server_id, options_.server_name), false,
+                   done);
+  conn_->subscribe(topics::server_presence(options_.server_id, options_.server_name), false, done);
+  conn_->connect();
+}
+
+void ClientSession::on_subscribed(bool ok, const std::string& why) {
+  if (state_ != State::subscribing) return;
+  if (!ok && subscribe_failure_.empty()) subscribe_failure_ = why;
+  if (--acks_pending_ > 0) return;
+  if (!subscribe_failure_.empty()) {
+    fail({bridge::CloseReason::Kind::error,
+          "cannot subscribe to the session's topics on the broker: " + subscribe_failure_});
+    return;
+  }
+  state_ = State::ready;
+  logger()->debug("{} subscribed; sending {} queued message(s)", prefix_, queued_.size());
+  while (!queued_.empty() && state_ == State::ready) {
+    auto m = std::move(queued_.front());
+    queued_.pop_front();
+    publish(m);
+  }
+}
+
+void ClientSession::send(jsonrpc::Message message) {
+  if (state_ == State::closed) return;
+  if (state_ == State::ready) {
+    publish(message);
+    return;
+  }
+  if (queued_.size() >= options_.max_queued) {
+    fail({bridge::CloseReason::Kind::error,
+          "more than " + std::to_string(options_.max_queued) +
+              " messages waiting for the MQTT session to be ready"});
+    return;
+  }
+  queued_.push_back(std::move(message));
+}
+
+void ClientSession::publish(const jsonrpc::Message& m) {
+  const bool initialize = m.is_request() && m.method() == "initialize";
+  conn_->publish(initialize ? control_topic_ : rpc_topic_, m.shared_text());
+}
+
+void ClientSession::on_message(const Incoming& in) {
+  if (state_ == State::closed) return;
+  auto t = topics::parse(in.topic);
+  if (!t) return;
+  if (t->kind == topics::Kind::server_presence) {
+    if (t->server_id != options_.server_id) return;
+    if (in.payload->empty()) {
+      // 004 §Server Disconnect: an empty presence means the instance is offline.
+      fail({bridge::CloseReason::Kind::peer_gone, "server " + options_.server_name + " (instance " +
+                                                      options_.server_id + ") went offline"});
+    }
+    return;
+  }
+  if (t->kind != topics::Kind::rpc && t->kind != topics::Kind::server_capability) return;
+  auto body = jsonrpc::parse_body(std::string(*in.payload), options_.limits);
+  if (!body) {
+    logger()->warn("{} dropped a bad message from the server on {}: {}", prefix_, in.topic,
+                   body.error().error.message);
+    return;
+  }
+  for (auto& m : body->messages) {
+    if (state_ == State::closed) return;
+    if (t->kind == topics::Kind::rpc && m.is_notification() &&
+        m.method() == "notifications/disconnected") {
+      fail({bridge::CloseReason::Kind::peer_gone,
+            "server " + options_.server_name + " ended the session"});
+      return;
+    }
+    if (t->kind == topics::Kind::server_capability && !m.is_notification()) continue;
+    if (receiver_.on_message) receiver_.on_message(std::move(m));
+  }
+}
+
+void ClientSession::fail(bridge::CloseReason why) {
+  if (state_ == State::closed) return;
+  state_ = State::closed;
+  queued_.clear();
+  logger()->info("{} session ended: {}", prefix_, why.detail);
+  auto receiver = std::move(receiver_);
+  receiver_ = {};
+  if (conn_) {
+    // Best effort: tell the server, then leave. The will covers us if the broker is gone.
+    if (conn_->connected())
+      conn_->publish(topics::client_presence(options_.client_id), kDisconnected);
+    conn_->disconnect(std::chrono::seconds(2));
+  }
+  if (receiver.on_close) receiver.on_close(why);
+}
+
+void ClientSession::close(const bridge::CloseReason& why) {
+  if (state_ == State::closed) return;
+  state_ = State::closed;
+  queued_.clear();
+  receiver_ = {};
+  logger()->debug("{} closing: {}", prefix_, why.detail);
+  if (!conn_) return;
+  // 004 §Client Disconnect: `disconnected` on the presence topic before a clean disconnect
+  // (Paho sends the publication before the DISCONNECT).
+  if (conn_->connected())
+    conn_->publish(topics::client_presence(options_.client_id), kDisconnected);
+  conn_->disconnect(std::chrono::seconds(2));
+}
+
+}  // namespace mcpmqtt::mqtt

@@ -1,0 +1,80 @@
+// The bridge as an MCP client on MQTT: one MCP session with one instance of an MQTT-hosted
+// server, on its own MQTT connection. It is the upstream end of an ingress session.
+//
+// Duties (004 §MQTT Client ID, §Initialization, §Capability List Changed, §Shutdown):
+// - a fresh MQTT client id per session (the caller makes one with fresh_client_id());
+// - will = notifications/disconnected on $mcp-client/presence/{client-id};
+// - before initialize is sent: the RPC topic subscribed with No Local, and the server's
+//   capability topic; also the server instance's presence topic, to learn when it vanishes;
+// - initialize goes to the server's control topic, everything else to the RPC topic;
+// - close: notifications/disconnected on the presence topic, then a clean DISCONNECT;
+// - the server ends the session (`disconnected` on the RPC topic), its presence is cleared, or
+//   the broker connection is lost: on_close with Kind::peer_gone and a detail to pass on. A
+//   lost connection ends the session rather than reconnecting: the broker has sent our will, so
+//   the server has already forgotten it.
+//
+// One strand; not thread-safe.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <string>
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include "bridge/channel.hpp"
+#include "mqtt/connection.hpp"
+
+namespace mcpmqtt::mqtt {
+
+class ClientSession : public bridge::Channel, public std::enable_shared_from_this<ClientSession> {
+ public:
+  struct Options {
+    config::MqttConfig broker;
+    std::string client_id;  // fresh for this session
+    std::string server_id;
+    std::string server_name;
+    std::string connect_meta_json = "{}";  // MCP-META on CONNECT
+    jsonrpc::Limits limits;
+    std::size_t max_queued = 1000;  // messages sent before the subscriptions are in place
+  };
+
+  static std::shared_ptr<ClientSession> create(boost::asio::any_io_executor strand,
+                                               Options options);
+
+  void start(Receiver receiver) override;
+  void send(jsonrpc::Message message) override;
+  void close(const bridge::CloseReason& why) override;
+  std::string describe() const override { return prefix_; }
+
+  const std::string& client_id() const { return options_.client_id; }
+  const std::string& server_id() const { return options_.server_id; }
+  const std::string& server_name() const { return options_.server_name; }
+  // Subscriptions are in place and messages flow.
+  bool ready() const { return state_ == State::ready; }
+
+ private:
+  enum class State { idle, subscribing, ready, closed };
+  ClientSession(boost::asio::any_io_executor strand, Options options);
+  void on_message(const Incoming& in);
+  void on_subscribed(bool ok, const std::string& why);
+  void publish(const jsonrpc::Message& m);
+  void fail(bridge::CloseReason why);
+
+  boost::asio::any_io_executor strand_;
+  Options options_;
+  std::string prefix_;
+  std::string rpc_topic_;
+  std::string control_topic_;
+  std::shared_ptr<Connection> conn_;
+  Receiver receiver_;
+  State state_ = State::idle;
+  int acks_pending_ = 3;
+  std::string subscribe_failure_;
+  std::deque<jsonrpc::Message> queued_;
+};
+
+// A fresh MQTT client id for one MCP session: prefix + 128 random bits in hex.
+std::string fresh_client_id(const std::string& prefix);
+
+}  // namespace mcpmqtt::mqtt

@@ -1,0 +1,175 @@
+// One MQTT v5 connection of the bridge, on Eclipse Paho C++ 1.2.
+//
+// What it guarantees (004 §MQTT Requirements and Conventions, notes.md checklist):
+// - MQTT 5.0 only; clean start; Session Expiry Interval 0.
+// - CONNECT carries user properties MCP-COMPONENT-TYPE and MCP-META; every PUBLISH (and the will)
+//   carries MCP-COMPONENT-TYPE and MCP-MQTT-CLIENT-ID.
+// - CONNACK user properties MCP-SERVER-NAME, MCP-SERVER-NAME-FILTERS and MCP-RBAC are handed to
+//   the owner on every (re)connect.
+// - Reconnect with exponential backoff and jitter (our own timer, so every CONNACK is seen);
+//   afterwards every subscription is restored before the owner's on_connected runs, and
+//   publications made while disconnected (bounded) are sent after it.
+// - Paho calls back on its own threads: callbacks only copy what arrived and post it onto the
+//   connection's strand through a weak_ptr. Nothing blocks a Paho thread. The Paho client is
+//   destroyed later on a timer, never on a Paho thread and never while a callback may run.
+//
+// One strand; not thread-safe: call every member on the executor given to create().
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "config/config.hpp"
+
+namespace mcpmqtt::mqtt {
+
+// MCP-COMPONENT-TYPE (004 §User Property).
+enum class Role { client, server };
+const char* component_type(Role role);  // "mcp-client" / "mcp-server"
+
+struct Will {
+  std::string topic;
+  std::string payload;
+  bool retained = false;
+};
+
+struct ConnectionOptions {
+  config::MqttConfig broker;  // host, port, TLS, credentials, keep-alive, reconnect delays
+  std::string client_id;
+  Role role = Role::client;
+  std::string meta_json = "{}";  // MCP-META on CONNECT: a JSON object
+  std::optional<Will> will;
+  bool reconnect = true;                    // retry the first connect and reconnect after a loss
+  int qos = 1;                              // of everything this connection publishes
+  std::size_t max_backlog_messages = 1000;  // publications held while disconnected
+  std::size_t max_backlog_bytes = 16 << 20;
+};
+
+// CONNACK user properties (004 §User Property). Values as received; parsed by the owner.
+struct ConnackInfo {
+  std::optional<std::string> server_name;                       // MCP-SERVER-NAME
+  std::optional<std::vector<std::string>> server_name_filters;  // MCP-SERVER-NAME-FILTERS
+  std::optional<std::string> rbac_json;                         // MCP-RBAC
+};
+
+struct Incoming {
+  std::string topic;
+  std::shared_ptr<const std::string> payload;  // shared with Paho's buffer: no copy
+  bool retained = false;
+  int qos = 0;
+  // User properties; peers in the wild omit them, so both may be absent.
+  std::optional<std::string> component_type;  // MCP-COMPONENT-TYPE
+  std::optional<std::string> sender_id;       // MCP-MQTT-CLIENT-ID
+};
+
+// Completion of an operation, on the connection's strand. It must not hold a strong reference to
+// the Connection (the Connection holds it until it runs); pending ones run with ok=false when the
+// connection closes.
+using Done = std::function<void(bool ok, const std::string& why)>;
+
+class Gate;
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  struct Handlers {
+    std::function<void(const Incoming&)> on_message;
+    // After a (re)connect, once every subscription has been sent again.
+    std::function<void(const ConnackInfo&, bool reconnected)> on_connected;
+    // An established connection dropped; reconnect follows when enabled.
+    std::function<void(const std::string& cause)> on_connection_lost;
+    // A connect attempt failed; `retrying` says whether another attempt is scheduled.
+    std::function<void(const std::string& why, bool retrying)> on_connect_failed;
+  };
+
+  static std::shared_ptr<Connection> create(boost::asio::any_io_executor strand,
+                                            ConnectionOptions options, Handlers handlers);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  void connect();
+
+  // Subscriptions are kept and restored after every reconnect. `done` runs when the broker
+  // acknowledged (or refused) it on the current connection, or on the next one.
+  void subscribe(const std::string& filter, bool no_local, Done done = {});
+  void unsubscribe(const std::string& filter, Done done = {});
+  // QoS from the options. While disconnected the message waits in a bounded backlog.
+  void publish(const std::string& topic, std::shared_ptr<const std::string> payload,
+               bool retained = false, Done done = {});
+  void publish(const std::string& topic, const std::string& payload, bool retained = false,
+               Done done = {}) {
+    publish(topic, std::make_shared<const std::string>(payload), retained, std::move(done));
+  }
+  // A clean DISCONNECT (the broker does not send the will). Stops reconnecting. `done` runs when
+  // the broker connection is closed or the timeout passed.
+  void disconnect(std::chrono::milliseconds timeout, std::function<void()> done = {});
+  bool connected() const { return state_ == State::connected; }
+  const std::string& client_id() const { return options_.client_id; }
+  std::uint64_t reconnects() const { return reconnects_; }
+  std::string describe() const { return "[mqtt " + options_.client_id + "]"; }
+
+ private:
+  struct Paho;
+  struct OpResult;
+  enum class State { idle, connecting, connected, waiting_retry, disconnecting, closed };
+
+  Connection(boost::asio::any_io_executor strand, ConnectionOptions options, Handlers handlers);
+  void do_connect();
+  void on_connect_result(const OpResult& r);
+  void on_lost(const std::string& cause);
+  void schedule_retry(const std::string& why);
+  void send_subscribe(const std::string& filter, bool no_local);
+  void on_subscribe_result(const std::string& filter, const OpResult& r);
+  void send_publish(const std::string& topic, std::shared_ptr<const std::string> payload,
+                    bool retained, Done done);
+  void finish_disconnect();
+  std::uint64_t add_op(Done done);
+  void complete_op(std::uint64_t op, bool ok, const std::string& why);
+  void fail_everything(const std::string& why);
+
+  boost::asio::any_io_executor strand_;
+  ConnectionOptions options_;
+  Handlers handlers_;
+  std::shared_ptr<Paho> paho_;
+  std::shared_ptr<Gate> gate_;  // posts from Paho threads
+  State state_ = State::idle;
+  bool ever_connected_ = false;
+  int attempt_ = 0;
+  std::uint64_t reconnects_ = 0;
+  boost::asio::steady_timer retry_timer_;
+  std::mt19937 rng_;
+
+  struct Subscription {
+    bool no_local = false;
+    std::vector<Done> waiting;  // acknowledgements the owner waits for
+  };
+  std::map<std::string, Subscription> subscriptions_;
+
+  struct Pending {
+    std::string topic;
+    std::shared_ptr<const std::string> payload;
+    bool retained;
+    Done done;
+  };
+  std::deque<Pending> backlog_;
+  std::size_t backlog_bytes_ = 0;
+
+  std::map<std::uint64_t, Done> ops_;  // publish and unsubscribe completions
+  std::uint64_t next_op_ = 1;
+
+  std::function<void()> disconnect_done_;
+  std::shared_ptr<boost::asio::steady_timer> disconnect_timer_;
+};
+
+}  // namespace mcpmqtt::mqtt

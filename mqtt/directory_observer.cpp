@@ -1,0 +1,122 @@
+#include "mqtt/directory_observer.hpp"
+
+#include "bridge/log.hpp"
+#include "mqtt/topics.hpp"
+
+namespace mcpmqtt::mqtt {
+
+namespace {
+auto logger() {
+  static auto l = log::get("mqtt");
+  return l;
+}
+}  // namespace
+
+std::shared_ptr<DirectoryObserver> DirectoryObserver::create(
+    boost::asio::any_io_executor strand, Options options,
+    std::shared_ptr<bridge::Directory> directory) {
+  return std::shared_ptr<DirectoryObserver>(
+      new DirectoryObserver(std::move(strand), std::move(options), std::move(directory)));
+}
+
+DirectoryObserver::DirectoryObserver(boost::asio::any_io_executor strand, Options options,
+                                     std::shared_ptr<bridge::Directory> directory)
+    : strand_(std::move(strand)), options_(std::move(options)), directory_(std::move(directory)) {}
+
+void DirectoryObserver::start() {
+  ConnectionOptions o;
+  o.broker = options_.broker;
+  o.client_id = options_.client_id;
+  o.role = Role::client;
+  o.meta_json = options_.connect_meta_json;
+  o.reconnect = true;
+  std::weak_ptr<DirectoryObserver> weak = weak_from_this();
+  Connection::Handlers h;
+  h.on_message = [weak](const Incoming& in) {
+    if (auto self = weak.lock()) self->on_message(in);
+  };
+  h.on_connected = [weak](const ConnackInfo& info, bool) {
+    if (auto self = weak.lock()) self->on_connected(info);
+  };
+  h.on_connection_lost = [weak](const std::string&) {
+    if (auto self = weak.lock()) {
+      self->directory_->clear();
+      if (self->on_broker) self->on_broker(false);
+    }
+  };
+  h.on_connect_failed = [](const std::string& why, bool retrying) {
+    logger()->warn("[directory] {}{}", why, retrying ? "" : "; giving up");
+  };
+  conn_ = Connection::create(strand_, std::move(o), std::move(h));
+  directory_->set_filters(options_.filters);
+  use_filters(options_.filters);
+  conn_->connect();
+}
+
+void DirectoryObserver::use_filters(const std::vector<std::string>& filters) {
+  if (filters == subscribed_) return;
+  for (const auto& f : subscribed_)
+    conn_->unsubscribe(topics::server_presence_filter(f));
+  subscribed_ = filters;
+  for (const auto& f : subscribed_)
+    conn_->subscribe(topics::server_presence_filter(f), false);
+}
+
+void DirectoryObserver::on_connected(const ConnackInfo& info) {
+  // Retained presence arrives again for every live instance; start from nothing so instances
+  // that vanished while we were away are not kept.
+  directory_->clear();
+  if (info.server_name_filters) {
+    // 004 §Terminology: filters suggested by the broker MUST be used.
+    std::vector<std::string> valid;
+    for (const auto& f : *info.server_name_filters) {
+      const auto why = topics::check_server_name_filter(f);
+      if (why.empty())
+        valid.push_back(f);
+      else
+        logger()->warn("[directory] ignoring broker-suggested filter \"{}\": it {}", f, why);
+    }
+    if (!valid.empty() && valid != subscribed_) {
+      logger()->info("[directory] using the broker's server-name filters");
+      directory_->set_filters(valid);
+      use_filters(valid);
+    }
+  }
+  if (info.rbac_json && !directory_->set_rbac_json(*info.rbac_json)) {
+    logger()->warn("[directory] ignoring MCP-RBAC from the broker: not a JSON array");
+  }
+  if (on_broker) on_broker(true);
+}
+
+void DirectoryObserver::on_message(const Incoming& in) {
+  auto t = topics::parse(in.topic);
+  if (!t || t->kind != topics::Kind::server_presence) return;
+  std::string why;
+  const auto change = directory_->apply_presence(t->server_id, t->server_name, *in.payload, &why);
+  switch (change) {
+    case bridge::Directory::Change::added:
+      logger()->info("[directory] {} online (instance {})", t->server_name, t->server_id);
+      break;
+    case bridge::Directory::Change::removed:
+      logger()->info("[directory] {} instance {} offline", t->server_name, t->server_id);
+      break;
+    case bridge::Directory::Change::updated:
+      break;
+    case bridge::Directory::Change::ignored:
+      if (!in.payload->empty()) logger()->warn("[directory] {}: {}", in.topic, why);
+      break;
+  }
+  if (!why.empty() && change != bridge::Directory::Change::ignored) {
+    logger()->warn("[directory] {}: {}", in.topic, why);
+  }
+}
+
+void DirectoryObserver::stop(std::chrono::milliseconds timeout, std::function<void()> done) {
+  if (!conn_) {
+    if (done) done();
+    return;
+  }
+  conn_->disconnect(timeout, std::move(done));
+}
+
+}  // namespace mcpmqtt::mqtt

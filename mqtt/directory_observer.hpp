@@ -1,0 +1,54 @@
+// Keeps a bridge::Directory up to date from retained and live presence messages
+// (004 §Service Discovery), on one observer connection per bridge. Subscribes
+// $mcp-server/presence/+/{filter} for each configured server-name filter, or for the filters
+// the broker suggests in CONNACK (MCP-SERVER-NAME-FILTERS), which win. While the broker
+// connection is down the directory is empty: nothing in it could be reached.
+//
+// One strand; not thread-safe (the Directory itself is).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include "bridge/directory.hpp"
+#include "mqtt/connection.hpp"
+
+namespace mcpmqtt::mqtt {
+
+class DirectoryObserver : public std::enable_shared_from_this<DirectoryObserver> {
+ public:
+  struct Options {
+    config::MqttConfig broker;
+    std::string client_id;
+    std::vector<std::string> filters = {"#"};
+    std::string connect_meta_json = "{}";
+  };
+  static std::shared_ptr<DirectoryObserver> create(boost::asio::any_io_executor strand,
+                                                   Options options,
+                                                   std::shared_ptr<bridge::Directory> directory);
+  void start();
+  void stop(std::chrono::milliseconds timeout, std::function<void()> done);
+  bool connected() const { return conn_ && conn_->connected(); }
+  std::uint64_t reconnects() const { return conn_ ? conn_->reconnects() : 0; }
+  // Broker connection state changes, for readiness. Runs on the observer's strand.
+  std::function<void(bool connected)> on_broker;
+
+ private:
+  DirectoryObserver(boost::asio::any_io_executor strand, Options options,
+                    std::shared_ptr<bridge::Directory> directory);
+  void on_connected(const ConnackInfo& info);
+  void on_message(const Incoming& in);
+  void use_filters(const std::vector<std::string>& filters);
+
+  boost::asio::any_io_executor strand_;
+  Options options_;
+  std::shared_ptr<bridge::Directory> directory_;
+  std::shared_ptr<Connection> conn_;
+  std::vector<std::string> subscribed_;
+};
+
+}  // namespace mcpmqtt::mqtt

@@ -1,0 +1,424 @@
+#include "mqtt/server_endpoint.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "bridge/log.hpp"
+#include "mqtt/topics.hpp"
+
+namespace mcpmqtt::mqtt {
+
+namespace {
+
+auto logger() {
+  static auto l = log::get("mqtt");
+  return l;
+}
+
+const std::string kDisconnected = R"({"jsonrpc":"2.0","method":"notifications/disconnected"})";
+
+bool is_disconnected(const Incoming& in) {
+  if (in.payload->empty()) return true;
+  auto m = jsonrpc::Message::parse(in.payload);
+  return m && m->is_notification() && m->method() == "notifications/disconnected";
+}
+
+}  // namespace
+
+bool is_capability_notification(const jsonrpc::Message& m) {
+  if (!m.is_notification()) return false;
+  const auto& method = m.method();
+  if (method == "notifications/resources/updated") return true;
+  constexpr std::string_view prefix = "notifications/", suffix = "/list_changed";
+  return method.size() > prefix.size() + suffix.size() && method.starts_with(prefix) &&
+         method.ends_with(suffix);
+}
+
+// ---- ClientLink --------------------------------------------------------------------------------
+
+ClientLink::ClientLink(boost::asio::any_io_executor strand,
+                       std::shared_ptr<ServerEndpoint> endpoint, std::string client_id,
+                       std::string prefix, std::size_t max_held)
+    : strand_(std::move(strand)),
+      endpoint_(std::move(endpoint)),
+      client_id_(std::move(client_id)),
+      prefix_(std::move(prefix)),
+      max_held_(max_held) {}
+
+void ClientLink::start(Receiver receiver) {
+  receiver_ = std::move(receiver);
+  started_ = true;
+  while (!held_.empty() && !closed_) {
+    auto m = std::move(held_.front());
+    held_.pop_front();
+    if (receiver_.on_message) receiver_.on_message(std::move(m));
+  }
+  if (held_close_ && !closed_) {
+    closed_ = true;
+    if (receiver_.on_close) receiver_.on_close(*held_close_);
+  }
+}
+
+void ClientLink::deliver(jsonrpc::Message message) {
+  if (closed_) return;
+  if (!started_) {
+    if (held_.size() >= max_held_) {
+      peer_closed(
+          {bridge::CloseReason::Kind::error, "more than " + std::to_string(max_held_) +
+                                                 " messages arrived before the session started"});
+      return;
+    }
+    held_.push_back(std::move(message));
+    return;
+  }
+  if (receiver_.on_message) receiver_.on_message(std::move(message));
+}
+
+void ClientLink::peer_closed(const bridge::CloseReason& why) {
+  if (closed_) return;
+  if (!started_) {
+    held_close_ = why;
+    return;
+  }
+  closed_ = true;
+  if (receiver_.on_close) receiver_.on_close(why);
+  receiver_ = {};
+}
+
+void ClientLink::send(jsonrpc::Message message) {
+  if (closed_) return;
+  boost::asio::post(endpoint_->strand_, [ep = endpoint_, cid = client_id_, m = std::move(message)] {
+    ep->send_from_link(cid, m);
+  });
+}
+
+void ClientLink::close(const bridge::CloseReason& why) {
+  if (closed_) return;
+  closed_ = true;
+  receiver_ = {};
+  held_.clear();
+  logger()->debug("{} session ended: {}", prefix_, why.detail);
+  boost::asio::post(endpoint_->strand_, [ep = endpoint_, cid = client_id_] {
+    ep->end_client(cid, /*send_disconnected=*/true, std::nullopt);
+  });
+}
+
+// ---- ServerEndpoint ----------------------------------------------------------------------------
+
+std::shared_ptr<ServerEndpoint> ServerEndpoint::create(boost::asio::any_io_executor strand,
+                                                       StrandFactory session_strands,
+                                                       Options options, Handlers handlers) {
+  return std::shared_ptr<ServerEndpoint>(new ServerEndpoint(
+      std::move(strand), std::move(session_strands), std::move(options), std::move(handlers)));
+}
+
+ServerEndpoint::ServerEndpoint(boost::asio::any_io_executor strand, StrandFactory session_strands,
+                               Options options, Handlers handlers)
+    : strand_(std::move(strand)),
+      session_strands_(std::move(session_strands)),
+      options_(std::move(options)),
+      handlers_(std::move(handlers)) {}
+
+std::uint64_t ServerEndpoint::reconnects() const {
+  return reconnects_before_ + (conn_ ? conn_->reconnects() : 0);
+}
+
+void ServerEndpoint::start() {
+  open_connection();
+}
+
+void ServerEndpoint::open_connection() {
+  ConnectionOptions o;
+  o.broker = options_.broker;
+  o.client_id = options_.server_id;
+  o.role = Role::server;
+  o.meta_json = options_.connect_meta_json;
+  // 004 §Service Unregistration: an empty retained will clears presence if we vanish.
+  o.will = Will{topics::server_presence(options_.server_id, options_.server_name), "", true};
+  o.reconnect = true;
+  std::weak_ptr<ServerEndpoint> weak = weak_from_this();
+  Connection::Handlers h;
+  h.on_message = [weak](const Incoming& in) {
+    if (auto self = weak.lock()) self->on_message(in);
+  };
+  h.on_connected = [weak](const ConnackInfo& info, bool reconnected) {
+    if (auto self = weak.lock()) self->on_connected(info, reconnected);
+  };
+  h.on_connection_lost = [weak](const std::string&) {
+    if (auto self = weak.lock()) {
+      if (self->handlers_.on_broker) self->handlers_.on_broker(false);
+    }
+  };
+  h.on_connect_failed = [weak](const std::string& why, bool retrying) {
+    if (auto self = weak.lock()) {
+      logger()->warn("{} {}{}", self->describe(), why, retrying ? "" : "; giving up");
+    }
+  };
+  conn_ = Connection::create(strand_, std::move(o), std::move(h));
+  conn_->subscribe(topics::server_control(options_.server_id, options_.server_name), false);
+  conn_->connect();
+}
+
+void ServerEndpoint::on_connected(const ConnackInfo& info, bool reconnected) {
+  if (stopping_) return;
+  // 004 §Terminology: a server-name suggested by the broker MUST be used. The will names the
+  // presence topic, so reconnect once under the assigned name before announcing anything.
+  if (info.server_name && *info.server_name != options_.server_name) {
+    const auto why = topics::check_server_name(*info.server_name);
+    if (!why.empty()) {
+      logger()->warn("{} ignoring broker-assigned server-name \"{}\": it {}", describe(),
+                     *info.server_name, why);
+    } else if (!name_adopted_ && clients_.empty()) {
+      logger()->info("{} the broker assigns server-name \"{}\"; reconnecting under it", describe(),
+                     *info.server_name);
+      name_adopted_ = true;
+      options_.server_name = *info.server_name;
+      reconnects_before_ += conn_->reconnects();
+      auto old = conn_;
+      old->disconnect(std::chrono::seconds(2), [self = shared_from_this(), old] {
+        if (!self->stopping_) self->open_connection();
+      });
+      return;
+    } else {
+      logger()->warn(
+          "{} the broker now assigns server-name \"{}\"; keeping \"{}\" for the live sessions",
+          describe(), *info.server_name, options_.server_name);
+    }
+  }
+  publish_presence();
+  logger()->info("{} online as {} on the broker{}", describe(), options_.server_id,
+                 reconnected ? " again" : "");
+  if (handlers_.on_broker) handlers_.on_broker(true);
+  if (reconnected && handlers_.on_reconnected) handlers_.on_reconnected();
+}
+
+void ServerEndpoint::publish_presence() {
+  std::string payload =
+      R"({"jsonrpc":"2.0","method":"notifications/server/online","params":{"server_name":)" +
+      jsonrpc::quote(options_.server_name) + R"(,"description":)" +
+      jsonrpc::quote(options_.description) + R"(,"meta":)" +
+      (options_.meta_json.empty() ? "{}" : options_.meta_json) + "}}";
+  conn_->publish(topics::server_presence(options_.server_id, options_.server_name), payload,
+                 /*retained=*/true);
+}
+
+void ServerEndpoint::on_message(const Incoming& in) {
+  if (stopping_) return;
+  auto t = topics::parse(in.topic);
+  if (!t) return;
+  switch (t->kind) {
+    case topics::Kind::server_control:
+      if (t->server_id == options_.server_id) on_control(in);
+      break;
+    case topics::Kind::rpc:
+      if (t->server_id == options_.server_id) on_rpc(t->client_id, in);
+      break;
+    case topics::Kind::client_presence:
+      on_client_presence(t->client_id, in);
+      break;
+    case topics::Kind::client_capability:
+      on_client_capability(t->client_id, in);
+      break;
+    default:
+      break;
+  }
+}
+
+void ServerEndpoint::on_control(const Incoming& in) {
+  if (!in.sender_id) {
+    logger()->warn(
+        "{} initialize on the control topic without the MCP-MQTT-CLIENT-ID user "
+        "property: the client cannot be answered (004 §User Property)",
+        describe());
+    return;
+  }
+  const std::string& cid = *in.sender_id;
+  if (const auto why = topics::check_id(cid); !why.empty()) {
+    logger()->warn("{} ignoring initialize from client id \"{}\": it {}", describe(), cid, why);
+    return;
+  }
+  auto parsed = jsonrpc::Message::parse(in.payload, options_.limits);
+  if (!parsed) {
+    reply_error(cid, parsed.error().id, parsed.error().error.code, parsed.error().error.message);
+    return;
+  }
+  const auto& msg = *parsed;
+  if (!msg.is_request() || msg.method() != "initialize") {
+    if (msg.is_request()) {
+      reply_error(cid, msg.id(), jsonrpc::code::invalid_request,
+                  "only initialize is accepted on the control topic; send \"" + msg.method() +
+                      "\" on the RPC topic after initializing (004 §Initialization)");
+    }
+    return;
+  }
+  if (clients_.count(cid)) {
+    reply_error(cid, msg.id(), jsonrpc::code::invalid_request,
+                "client id " + cid + " already has a session with " + options_.server_name +
+                    "; use a fresh MQTT client id for every initialize (004 §MQTT Client ID)");
+    return;
+  }
+  if (clients_.size() >= options_.max_sessions) {
+    reply_error(cid, msg.id(), jsonrpc::code::connection_closed,
+                options_.server_name + " is serving its maximum of " +
+                    std::to_string(options_.max_sessions) + " sessions; try again later");
+    logger()->warn("{} refused client {}: session limit {} reached", describe(), cid,
+                   options_.max_sessions);
+    return;
+  }
+  auto& c = clients_[cid];
+  c.initialize = msg;
+  // 004 §Initialization, §Capability List Changed, §Client Disconnect: all three subscriptions
+  // are in place before the initialize response can be sent.
+  std::weak_ptr<ServerEndpoint> weak = weak_from_this();
+  auto done = [weak, cid](bool ok, const std::string& why) {
+    if (auto self = weak.lock()) self->on_subscribed(cid, ok, why);
+  };
+  conn_->subscribe(topics::rpc(cid, options_.server_id, options_.server_name), /*no_local=*/true,
+                   done);
+  conn_->subscribe(topics::client_capability(cid), false, done);
+  conn_->subscribe(topics::client_presence(cid), false, done);
+}
+
+void ServerEndpoint::on_subscribed(const std::string& cid, bool ok, const std::string& why) {
+  auto it = clients_.find(cid);
+  if (it == clients_.end() || !it->second.initialize) return;
+  auto& c = it->second;
+  if (!ok && c.failure.empty()) c.failure = why;
+  if (--c.acks_pending > 0) return;
+  auto initialize = std::move(*c.initialize);
+  c.initialize.reset();
+  if (!c.failure.empty()) {
+    reply_error(cid, initialize.id(), jsonrpc::code::internal_error,
+                "the server could not subscribe to this client's topics: " + c.failure);
+    end_client(cid, false, std::nullopt);
+    return;
+  }
+  const std::string prefix = "[server " + options_.server_name + " client " + cid + "]";
+  auto link = std::shared_ptr<ClientLink>(
+      new ClientLink(session_strands_(), shared_from_this(), cid, prefix, 10000));
+  c.link = link;
+  logger()->info("{} new session", prefix);
+  for (auto& m : c.early) {
+    boost::asio::post(link->executor(), [link, m = std::move(m)] { link->deliver(m); });
+  }
+  c.early.clear();
+  boost::asio::post(link->executor(), [self = shared_from_this(), link, m = std::move(initialize)] {
+    if (self->handlers_.on_initialize) self->handlers_.on_initialize(link, m);
+  });
+}
+
+void ServerEndpoint::on_rpc(const std::string& cid, const Incoming& in) {
+  auto it = clients_.find(cid);
+  if (it == clients_.end()) return;  // not ours any more; we unsubscribed
+  auto body = jsonrpc::parse_body(std::string(*in.payload), options_.limits);
+  if (!body) {
+    logger()->warn("[server {} client {}] bad message on the RPC topic: {}", options_.server_name,
+                   cid, body.error().error.message);
+    reply_error(cid, body.error().id, body.error().error.code, body.error().error.message);
+    return;
+  }
+  for (auto& m : body->messages) {
+    if (m.is_notification() && m.method() == "notifications/disconnected") {
+      // 004 §Client Disconnect: the client de-initialized; unsubscribe its topics.
+      end_client(cid, false,
+                 bridge::CloseReason{bridge::CloseReason::Kind::normal,
+                                     "the client sent notifications/disconnected"});
+      return;
+    }
+    if (auto link = it->second.link.lock()) {
+      boost::asio::post(link->executor(), [link, m = std::move(m)] { link->deliver(m); });
+    } else if (it->second.early.size() < 1000) {
+      it->second.early.push_back(std::move(m));
+    }
+  }
+}
+
+void ServerEndpoint::on_client_presence(const std::string& cid, const Incoming& in) {
+  if (!clients_.count(cid) || !is_disconnected(in)) return;
+  end_client(cid, false,
+             bridge::CloseReason{bridge::CloseReason::Kind::peer_gone,
+                                 "client " + cid + " is gone (its presence says disconnected)"});
+}
+
+void ServerEndpoint::on_client_capability(const std::string& cid, const Incoming& in) {
+  auto it = clients_.find(cid);
+  if (it == clients_.end()) return;
+  auto m = jsonrpc::Message::parse(in.payload, options_.limits);
+  if (!m || !m->is_notification()) return;
+  if (auto link = it->second.link.lock()) {
+    boost::asio::post(link->executor(), [link, m = std::move(*m)] { link->deliver(m); });
+  }
+}
+
+void ServerEndpoint::send_from_link(const std::string& cid, const jsonrpc::Message& m) {
+  if (!clients_.count(cid) || !conn_) return;
+  const std::string topic =
+      is_capability_notification(m)
+          ? topics::server_capability(options_.server_id, options_.server_name)
+          : topics::rpc(cid, options_.server_id, options_.server_name);
+  conn_->publish(topic, m.shared_text());
+}
+
+void ServerEndpoint::reply_error(const std::string& cid, const jsonrpc::Id& id, int code,
+                                 const std::string& message) {
+  auto err = jsonrpc::Message::error(id, code, message);
+  conn_->publish(topics::rpc(cid, options_.server_id, options_.server_name), err.shared_text());
+}
+
+void ServerEndpoint::end_client(const std::string& cid, bool send_disconnected,
+                                std::optional<bridge::CloseReason> tell_link) {
+  auto it = clients_.find(cid);
+  if (it == clients_.end()) return;
+  auto link = it->second.link.lock();
+  clients_.erase(it);
+  const auto rpc = topics::rpc(cid, options_.server_id, options_.server_name);
+  // 004 §Server Disconnect: de-initialize with `disconnected` on the RPC topic, then unsubscribe.
+  if (send_disconnected) conn_->publish(rpc, kDisconnected);
+  conn_->unsubscribe(rpc);
+  conn_->unsubscribe(topics::client_capability(cid));
+  conn_->unsubscribe(topics::client_presence(cid));
+  if (tell_link && link) {
+    logger()->info("[server {} client {}] {}", options_.server_name, cid, tell_link->detail);
+    boost::asio::post(link->executor(), [link, why = *tell_link] { link->peer_closed(why); });
+  }
+}
+
+void ServerEndpoint::stop(std::chrono::milliseconds timeout, std::function<void()> done) {
+  if (stopping_ || !conn_) {
+    stopping_ = true;
+    if (done) boost::asio::post(strand_, std::move(done));
+    return;
+  }
+  stopping_ = true;
+  std::vector<std::string> ids;
+  for (const auto& [cid, c] : clients_)
+    ids.push_back(cid);
+  for (const auto& cid : ids) {
+    end_client(cid, true,
+               bridge::CloseReason{bridge::CloseReason::Kind::shutdown,
+                                   "the bridge is stopping " + options_.server_name});
+  }
+  // 004 §Service Unregistration: clear presence before a clean disconnect. The whole stop is
+  // bounded by `timeout`, even against a broker that stopped acknowledging.
+  auto self = shared_from_this();
+  auto finished = std::make_shared<bool>(false);
+  auto timer = std::make_shared<boost::asio::steady_timer>(strand_, timeout);
+  auto finish = [self, done, finished, timer] {
+    if (*finished) return;
+    *finished = true;
+    timer->cancel();
+    logger()->info("{} offline", self->describe());
+    if (self->handlers_.on_broker) self->handlers_.on_broker(false);
+    if (done) done();
+  };
+  timer->async_wait([finish](const boost::system::error_code& ec) {
+    if (!ec) finish();
+  });
+  if (conn_->connected()) {
+    conn_->publish(topics::server_presence(options_.server_id, options_.server_name),
+                   std::make_shared<const std::string>(), /*retained=*/true);
+  }
+  conn_->disconnect(timeout, finish);
+}
+
+}  // namespace mcpmqtt::mqtt

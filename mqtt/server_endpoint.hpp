@@ -1,0 +1,150 @@
+// The bridge as an MCP server on MQTT, for one server-name: retained presence, the control
+// topic, and one ClientLink per initialized MQTT client (004 §Service Registration,
+// §Initialization, §Capability List Changed, §Shutdown).
+//
+// Duties:
+// - connect with an empty retained will on $mcp-server/presence/{server-id}/{server-name};
+//   publish notifications/server/online there, retained (server_name, description, meta);
+//   adopt a broker-assigned MCP-SERVER-NAME (reconnecting so the will matches it);
+// - subscribe the control topic; for each initialize, subscribe the client's RPC topic (No
+//   Local), capability and presence topics *before* the owner can answer it;
+// - route the server's list_changed and resources/updated notifications to the shared
+//   capability topic, everything else to the client's RPC topic;
+// - a client's will, `disconnected` on its presence or RPC topic: tell the owner, unsubscribe;
+// - the owner ending a session: `disconnected` on the RPC topic, then unsubscribe;
+// - stop: `disconnected` to every client, empty retained presence, clean DISCONNECT;
+// - after a reconnect: subscriptions and presence restored (the Connection resubscribes).
+//
+// ServerEndpoint: one strand; not thread-safe. ClientLink: the strand of its session.
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include "bridge/channel.hpp"
+#include "bridge/jsonrpc.hpp"
+#include "mqtt/connection.hpp"
+
+namespace mcpmqtt::mqtt {
+
+class ServerEndpoint;
+
+// One initialized MQTT client of a ServerEndpoint: the downstream end of an egress session.
+// Runs on its own session strand (executor()); reaches the endpoint by posting to it.
+class ClientLink : public bridge::Channel, public std::enable_shared_from_this<ClientLink> {
+ public:
+  const std::string& client_id() const { return client_id_; }
+  const boost::asio::any_io_executor& executor() const { return strand_; }
+
+  void start(Receiver receiver) override;
+  void send(jsonrpc::Message message) override;
+  void close(const bridge::CloseReason& why) override;
+  std::string describe() const override { return prefix_; }
+
+ private:
+  friend class ServerEndpoint;
+  ClientLink(boost::asio::any_io_executor strand, std::shared_ptr<ServerEndpoint> endpoint,
+             std::string client_id, std::string prefix, std::size_t max_held);
+  void deliver(jsonrpc::Message message);
+  void peer_closed(const bridge::CloseReason& why);
+
+  boost::asio::any_io_executor strand_;
+  std::shared_ptr<ServerEndpoint> endpoint_;
+  std::string client_id_;
+  std::string prefix_;
+  std::size_t max_held_;
+  Receiver receiver_;
+  bool started_ = false;
+  bool closed_ = false;
+  std::deque<jsonrpc::Message> held_;
+  std::optional<bridge::CloseReason> held_close_;
+};
+
+class ServerEndpoint : public std::enable_shared_from_this<ServerEndpoint> {
+ public:
+  struct Options {
+    config::MqttConfig broker;
+    std::string server_id;  // our MQTT client id; unique, stable for the life of the process
+    std::string server_name;
+    std::string description;
+    std::string meta_json = "{}";          // presence params.meta
+    std::string connect_meta_json = "{}";  // MCP-META on CONNECT
+    std::size_t max_sessions = 32;
+    jsonrpc::Limits limits;
+  };
+  struct Handlers {
+    // A new client's initialize; its subscriptions are in place. Runs on the link's strand. The
+    // owner starts the link and answers the initialize through it.
+    std::function<void(std::shared_ptr<ClientLink>, jsonrpc::Message initialize)> on_initialize;
+    // Broker connection state changes (readiness); runs on the endpoint's strand.
+    std::function<void(bool connected)> on_broker;
+    // The broker connection came back; links are still there. Runs on the endpoint's strand.
+    std::function<void()> on_reconnected;
+  };
+  using StrandFactory = std::function<boost::asio::any_io_executor()>;
+
+  static std::shared_ptr<ServerEndpoint> create(boost::asio::any_io_executor strand,
+                                                StrandFactory session_strands, Options options,
+                                                Handlers handlers);
+  void start();
+  // Ends every session (`disconnected` to each client), clears presence, disconnects.
+  void stop(std::chrono::milliseconds timeout, std::function<void()> done);
+
+  const std::string& server_id() const { return options_.server_id; }
+  const std::string& server_name() const { return options_.server_name; }
+  bool connected() const { return conn_ && conn_->connected(); }
+  std::size_t session_count() const { return clients_.size(); }
+  std::uint64_t reconnects() const;
+  std::string describe() const { return "[server " + options_.server_name + "]"; }
+
+ private:
+  friend class ClientLink;
+  struct Client {
+    std::weak_ptr<ClientLink> link;  // empty while subscribing
+    int acks_pending = 3;
+    std::string failure;
+    std::optional<jsonrpc::Message> initialize;
+    std::deque<jsonrpc::Message> early;  // arrived while subscribing
+  };
+
+  ServerEndpoint(boost::asio::any_io_executor strand, StrandFactory session_strands,
+                 Options options, Handlers handlers);
+  void open_connection();
+  void on_connected(const ConnackInfo& info, bool reconnected);
+  void on_message(const Incoming& in);
+  void on_control(const Incoming& in);
+  void on_rpc(const std::string& client_id, const Incoming& in);
+  void on_client_presence(const std::string& client_id, const Incoming& in);
+  void on_client_capability(const std::string& client_id, const Incoming& in);
+  void on_subscribed(const std::string& client_id, bool ok, const std::string& why);
+  void reply_error(const std::string& client_id, const jsonrpc::Id& id, int code,
+                   const std::string& message);
+  void publish_presence();
+  // Called by links (posted onto our strand).
+  void send_from_link(const std::string& client_id, const jsonrpc::Message& message);
+  void end_client(const std::string& client_id, bool send_disconnected,
+                  std::optional<bridge::CloseReason> tell_link);
+
+  boost::asio::any_io_executor strand_;
+  StrandFactory session_strands_;
+  Options options_;
+  Handlers handlers_;
+  std::shared_ptr<Connection> conn_;
+  std::map<std::string, Client> clients_;
+  bool stopping_ = false;
+  bool name_adopted_ = false;
+  std::uint64_t reconnects_before_ = 0;
+};
+
+// True for the notifications 004 sends on the shared capability topic: every
+// notifications/*/list_changed and notifications/resources/updated.
+bool is_capability_notification(const jsonrpc::Message& m);
+
+}  // namespace mcpmqtt::mqtt

@@ -1,0 +1,209 @@
+// What the bridge puts in CONNECT and how it honours CONNACK user properties (004 §User
+// Property), seen by a scripted broker that decodes the packets itself.
+#include <map>
+#include <set>
+
+#include <catch2/catch.hpp>
+
+#include "mqtt/client_session.hpp"
+#include "mqtt/directory_observer.hpp"
+#include "mqtt/server_endpoint.hpp"
+#include "mqtt/topics.hpp"
+#include "tests/support/fake_broker.hpp"
+#include "tests/support/io.hpp"
+
+namespace bridge = mcpmqtt::bridge;
+namespace config = mcpmqtt::config;
+namespace jsonrpc = mcpmqtt::jsonrpc;
+namespace mq = mcpmqtt::mqtt;
+namespace topics = mcpmqtt::topics;
+using namespace mcpmqtt::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+config::MqttConfig broker_config(const std::string& url) {
+  auto loaded = config::defaults();
+  config::Overrides o;
+  o.broker_url = url;
+  config::apply_overrides(loaded, o);
+  REQUIRE(loaded.ok());
+  return loaded.config->mqtt;
+}
+
+std::optional<std::string> prop(const UserProperties& props, const std::string& key) {
+  for (const auto& [k, v] : props) {
+    if (k == key) return v;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "CONNECT of a server endpoint: MQTT 5, clean start, session expiry 0, MCP user "
+    "properties, empty retained will with its properties",
+    "[mqtt][connect]") {
+  FakeBroker broker;
+  IoThreads io;
+  auto strand = io.strand();
+  mq::ServerEndpoint::Options o;
+  o.broker = broker_config(broker.url());
+  o.server_id = "sid-connect";
+  o.server_name = "demo/connect";
+  o.connect_meta_json = R"({"implementation":"mcp-mqtt-bridge"})";
+  auto ep = mq::ServerEndpoint::create(strand, [&] { return io.strand(); }, o, {});
+  io.run(strand, [&] { ep->start(); });
+  auto c = broker.connect(0);
+  REQUIRE(c);
+  CHECK(c->protocol_level == 5);
+  CHECK(c->clean_start);
+  CHECK(c->session_expiry == 0u);
+  CHECK(c->client_id == "sid-connect");
+  CHECK(prop(c->user_properties, "MCP-COMPONENT-TYPE") == "mcp-server");
+  CHECK(prop(c->user_properties, "MCP-META") == R"({"implementation":"mcp-mqtt-bridge"})");
+  CHECK(c->will);
+  CHECK(c->will_retain);
+  CHECK(c->will_topic == "$mcp-server/presence/sid-connect/demo/connect");
+  CHECK(c->will_payload.empty());
+  CHECK(prop(c->will_user_properties, "MCP-COMPONENT-TYPE") == "mcp-server");
+  CHECK(prop(c->will_user_properties, "MCP-MQTT-CLIENT-ID") == "sid-connect");
+
+  // The control topic subscription, then the retained online presence with user properties.
+  auto s = broker.subscribe(0);
+  REQUIRE(s);
+  CHECK(s->filters.at(0).first == "$mcp-server/sid-connect/demo/connect");
+  auto p = broker.publish(0);
+  REQUIRE(p);
+  CHECK(p->topic == "$mcp-server/presence/sid-connect/demo/connect");
+  CHECK(p->retain);
+  CHECK(p->qos == 1);
+  CHECK(prop(p->user_properties, "MCP-COMPONENT-TYPE") == "mcp-server");
+  CHECK(prop(p->user_properties, "MCP-MQTT-CLIENT-ID") == "sid-connect");
+  std::promise<void> stopped;
+  io.run(strand, [&] { ep->stop(1s, [&] { stopped.set_value(); }); });
+  stopped.get_future().wait_for(5s);
+}
+
+TEST_CASE(
+    "CONNECT of a client session: the will is notifications/disconnected on its presence "
+    "topic; the RPC subscription uses No Local",
+    "[mqtt][connect]") {
+  FakeBroker broker;
+  IoThreads io;
+  auto strand = io.strand();
+  mq::ClientSession::Options o;
+  o.broker = broker_config(broker.url());
+  o.client_id = "cid-connect";
+  o.server_id = "sid-x";
+  o.server_name = "demo/x";
+  auto session = mq::ClientSession::create(strand, o);
+  io.run(strand, [&] {
+    session->start({[](jsonrpc::Message) {}, [](const bridge::CloseReason&) {}});
+  });
+  auto c = broker.connect(0);
+  REQUIRE(c);
+  CHECK(c->protocol_level == 5);
+  CHECK(c->session_expiry == 0u);
+  CHECK(prop(c->user_properties, "MCP-COMPONENT-TYPE") == "mcp-client");
+  CHECK(prop(c->user_properties, "MCP-META"));
+  CHECK(c->will);
+  CHECK_FALSE(c->will_retain);
+  CHECK(c->will_topic == "$mcp-client/presence/cid-connect");
+  CHECK(c->will_payload == R"({"jsonrpc":"2.0","method":"notifications/disconnected"})");
+  CHECK(prop(c->will_user_properties, "MCP-MQTT-CLIENT-ID") == "cid-connect");
+  // Subscription options byte: QoS 1 with No Local (bit 2) on the RPC topic only.
+  std::map<std::string, int> options;
+  for (std::size_t i = 0; i < 3; ++i) {
+    auto s = broker.subscribe(i);
+    REQUIRE(s);
+    for (const auto& [f, opt] : s->filters)
+      options[f] = opt;
+  }
+  CHECK(options.at("$mcp-rpc/cid-connect/sid-x/demo/x") == (1 | 0x04));
+  CHECK(options.at("$mcp-server/capability/sid-x/demo/x") == 1);
+  CHECK(options.at("$mcp-server/presence/sid-x/demo/x") == 1);
+  io.run(strand, [&] { session->close({bridge::CloseReason::Kind::normal, "done"}); });
+}
+
+TEST_CASE(
+    "CONNACK MCP-SERVER-NAME: the endpoint adopts the broker's server-name and reconnects so "
+    "that its will and presence use it",
+    "[mqtt][connect]") {
+  FakeBroker broker([](int connection, const ConnectPacket&) -> UserProperties {
+    return {{"MCP-SERVER-NAME", "assigned/by/broker"}, {"other", std::to_string(connection)}};
+  });
+  IoThreads io;
+  auto strand = io.strand();
+  mq::ServerEndpoint::Options o;
+  o.broker = broker_config(broker.url());
+  o.server_id = "sid-assigned";
+  o.server_name = "configured/name";
+  auto ep = mq::ServerEndpoint::create(strand, [&] { return io.strand(); }, o, {});
+  io.run(strand, [&] { ep->start(); });
+  auto first = broker.connect(0);
+  auto second = broker.connect(1);
+  REQUIRE(first);
+  REQUIRE(second);
+  CHECK(first->will_topic == "$mcp-server/presence/sid-assigned/configured/name");
+  CHECK(second->will_topic == "$mcp-server/presence/sid-assigned/assigned/by/broker");
+  // Presence was only ever published under the assigned name.
+  auto p = broker.publish(0);
+  REQUIRE(p);
+  CHECK(p->topic == "$mcp-server/presence/sid-assigned/assigned/by/broker");
+  CHECK(p->payload.find(R"("server_name":"assigned/by/broker")") != std::string::npos);
+  CHECK(io.run(strand, [&] { return ep->server_name(); }) == "assigned/by/broker");
+  bool control_subscribed = false;
+  for (std::size_t i = 0; i < 4; ++i) {
+    auto s = broker.subscribe(i, 2s);
+    if (!s) break;
+    for (const auto& [f, opt] : s->filters) {
+      if (f == "$mcp-server/sid-assigned/assigned/by/broker") control_subscribed = true;
+    }
+  }
+  CHECK(control_subscribed);
+  std::promise<void> stopped;
+  io.run(strand, [&] { ep->stop(1s, [&] { stopped.set_value(); }); });
+  stopped.get_future().wait_for(5s);
+}
+
+TEST_CASE(
+    "CONNACK MCP-SERVER-NAME-FILTERS and MCP-RBAC: the directory uses the broker's filters "
+    "and lists the roles",
+    "[mqtt][connect]") {
+  FakeBroker broker([](int, const ConnectPacket&) -> UserProperties {
+    return {{"MCP-SERVER-NAME-FILTERS", R"(["fleet/+/status","tools/#"])"},
+            {"MCP-RBAC", R"([{"server_name":"fleet/a/status","role_name":"viewer"}])"}};
+  });
+  IoThreads io;
+  auto strand = io.strand();
+  auto directory = std::make_shared<bridge::Directory>();
+  mq::DirectoryObserver::Options o;
+  o.broker = broker_config(broker.url());
+  o.client_id = "dir-connect";
+  o.filters = {"#"};
+  auto observer = mq::DirectoryObserver::create(strand, o, directory);
+  io.run(strand, [&] { observer->start(); });
+  std::set<std::string> subscribed;
+  for (std::size_t i = 0; i < 3; ++i) {
+    auto s = broker.subscribe(i);
+    REQUIRE(s);
+    for (const auto& [f, opt] : s->filters)
+      subscribed.insert(f);
+  }
+  CHECK(subscribed.count("$mcp-server/presence/+/fleet/+/status"));
+  CHECK(subscribed.count("$mcp-server/presence/+/tools/#"));
+  // The configured filter was replaced.
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (broker.unsubscribed().empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  CHECK(broker.unsubscribed() == std::vector<std::string>{"$mcp-server/presence/+/#"});
+  CHECK(directory->filters() == std::vector<std::string>{"fleet/+/status", "tools/#"});
+  CHECK(directory->to_json().find(
+            R"("rbac":[{"server_name":"fleet/a/status","role_name":"viewer"}])") !=
+        std::string::npos);
+  std::promise<void> stopped;
+  io.run(strand, [&] { observer->stop(1s, [&] { stopped.set_value(); }); });
+  stopped.get_future().wait_for(5s);
+}

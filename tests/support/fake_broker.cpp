@@ -1,0 +1,347 @@
+#include "tests/support/fake_broker.hpp"
+
+#include <stdexcept>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace mcpmqtt::test {
+
+namespace {
+
+// Reads exactly n bytes; false on EOF/error or when the broker stops.
+bool read_exact(int fd, std::string& out, std::size_t n, const std::atomic<bool>& stopping) {
+  out.clear();
+  while (out.size() < n) {
+    pollfd p{fd, POLLIN, 0};
+    const int r = ::poll(&p, 1, 100);
+    if (stopping) return false;
+    if (r <= 0) continue;
+    char buf[4096];
+    const auto got = ::read(fd, buf, std::min(sizeof buf, n - out.size()));
+    if (got <= 0) return false;
+    out.append(buf, static_cast<std::size_t>(got));
+  }
+  return true;
+}
+
+void write_all(int fd, const std::string& data) {
+  std::size_t off = 0;
+  while (off < data.size()) {
+    const auto n = ::write(fd, data.data() + off, data.size() - off);
+    if (n <= 0) return;
+    off += static_cast<std::size_t>(n);
+  }
+}
+
+std::string varint(std::size_t v) {
+  std::string out;
+  do {
+    unsigned char b = v % 128;
+    v /= 128;
+    if (v) b |= 0x80;
+    out.push_back(static_cast<char>(b));
+  } while (v);
+  return out;
+}
+
+std::string u16(std::size_t v) {
+  return std::string{static_cast<char>((v >> 8) & 0xFF), static_cast<char>(v & 0xFF)};
+}
+
+std::string utf8(const std::string& s) {
+  return u16(s.size()) + s;
+}
+
+std::string packet(unsigned char type_flags, const std::string& body) {
+  return std::string(1, static_cast<char>(type_flags)) + varint(body.size()) + body;
+}
+
+// A cursor over a packet body.
+struct Reader {
+  const std::string& s;
+  std::size_t pos = 0;
+  bool ok = true;
+  bool more() const { return ok && pos < s.size(); }
+  unsigned byte() {
+    if (pos >= s.size()) {
+      ok = false;
+      return 0;
+    }
+    return static_cast<unsigned char>(s[pos++]);
+  }
+  unsigned u16v() { return (byte() << 8) | byte(); }
+  std::uint32_t u32v() {
+    std::uint32_t v = 0;
+    for (int i = 0; i < 4; ++i)
+      v = (v << 8) | byte();
+    return v;
+  }
+  std::size_t var() {
+    std::size_t v = 0, mul = 1;
+    for (int i = 0; i < 4; ++i) {
+      const unsigned b = byte();
+      v += (b & 0x7F) * mul;
+      if (!(b & 0x80)) break;
+      mul *= 128;
+    }
+    return v;
+  }
+  std::string str() {
+    const std::size_t n = u16v();
+    if (pos + n > s.size()) {
+      ok = false;
+      return {};
+    }
+    std::string out = s.substr(pos, n);
+    pos += n;
+    return out;
+  }
+  // MQTT 5.0 §2.2.2: properties; records session expiry and user properties, skips the rest.
+  void properties(UserProperties& user, std::optional<std::uint32_t>* session_expiry = nullptr) {
+    const std::size_t len = var();
+    const std::size_t end = pos + len;
+    while (ok && pos < end) {
+      const unsigned id = byte();
+      switch (id) {
+        case 0x26: {
+          auto k = str();
+          auto v = str();
+          user.emplace_back(std::move(k), std::move(v));
+          break;
+        }
+        case 0x11: {
+          auto v = u32v();
+          if (session_expiry) *session_expiry = v;
+          break;
+        }
+        case 0x01:
+        case 0x17:
+        case 0x19:
+        case 0x24:
+        case 0x25:
+        case 0x28:
+        case 0x29:
+        case 0x2A:
+          byte();
+          break;
+        case 0x13:
+        case 0x21:
+        case 0x22:
+        case 0x23:
+          u16v();
+          break;
+        case 0x02:
+        case 0x18:
+        case 0x27:
+          u32v();
+          break;
+        case 0x0B:
+          var();
+          break;
+        case 0x03:
+        case 0x08:
+        case 0x09:
+        case 0x12:
+        case 0x15:
+        case 0x16:
+        case 0x1A:
+        case 0x1C:
+        case 0x1F:
+          str();
+          break;
+        default:
+          ok = false;
+          break;
+      }
+    }
+    pos = end;
+  }
+};
+
+}  // namespace
+
+FakeBroker::FakeBroker(ConnackProperties connack) : connack_(std::move(connack)) {
+  listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::listen(listen_fd_, 16) != 0) {
+    throw std::runtime_error("FakeBroker: cannot listen on 127.0.0.1:0");
+  }
+  socklen_t len = sizeof addr;
+  ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+  port_ = ntohs(addr.sin_port);
+  acceptor_ = std::thread([this] { accept_loop(); });
+}
+
+FakeBroker::~FakeBroker() {
+  stopping_ = true;
+  acceptor_.join();
+  for (auto& w : workers_)
+    w.join();
+  ::close(listen_fd_);
+}
+
+void FakeBroker::accept_loop() {
+  int n = 0;
+  while (!stopping_) {
+    pollfd p{listen_fd_, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    const int connection = n++;
+    workers_.emplace_back([this, fd, connection] {
+      serve(fd, connection);
+      ::close(fd);
+    });
+  }
+}
+
+void FakeBroker::serve(int fd, int connection) {
+  std::string client_id;
+  std::string head, body;
+  for (;;) {
+    if (!read_exact(fd, head, 1, stopping_)) return;
+    const auto type_flags = static_cast<unsigned char>(head[0]);
+    std::size_t len = 0, mul = 1;
+    for (int i = 0; i < 4; ++i) {
+      std::string b;
+      if (!read_exact(fd, b, 1, stopping_)) return;
+      const auto c = static_cast<unsigned char>(b[0]);
+      len += (c & 0x7F) * mul;
+      if (!(c & 0x80)) break;
+      mul *= 128;
+    }
+    if (!read_exact(fd, body, len, stopping_)) return;
+    Reader r{body};
+    switch (type_flags >> 4) {
+      case 1: {  // CONNECT
+        ConnectPacket c;
+        r.str();  // "MQTT"
+        c.protocol_level = static_cast<int>(r.byte());
+        const unsigned flags = r.byte();
+        c.keep_alive = static_cast<int>(r.u16v());
+        c.clean_start = flags & 0x02;
+        r.properties(c.user_properties, &c.session_expiry);
+        c.client_id = r.str();
+        if (flags & 0x04) {
+          c.will = true;
+          c.will_qos = static_cast<int>((flags >> 3) & 0x03);
+          c.will_retain = flags & 0x20;
+          r.properties(c.will_user_properties);
+          c.will_topic = r.str();
+          c.will_payload = r.str();
+        }
+        if (flags & 0x80) c.username = r.str();
+        if (flags & 0x40) c.password = r.str();
+        client_id = c.client_id;
+        UserProperties props = connack_ ? connack_(connection, c) : UserProperties{};
+        std::string p;
+        for (const auto& [k, v] : props)
+          p += std::string(1, '\x26') + utf8(k) + utf8(v);
+        write_all(fd, packet(0x20, std::string{0, 0} + varint(p.size()) + p));
+        {
+          std::lock_guard lock(mu_);
+          connects_.push_back(std::move(c));
+        }
+        cv_.notify_all();
+        break;
+      }
+      case 3: {  // PUBLISH
+        PublishPacket p;
+        p.client_id = client_id;
+        p.qos = (type_flags >> 1) & 0x03;
+        p.retain = type_flags & 0x01;
+        p.topic = r.str();
+        unsigned id = 0;
+        if (p.qos > 0) id = r.u16v();
+        r.properties(p.user_properties);
+        p.payload = body.substr(r.pos);
+        if (p.qos == 1) write_all(fd, packet(0x40, u16(id)));
+        {
+          std::lock_guard lock(mu_);
+          publishes_.push_back(std::move(p));
+        }
+        cv_.notify_all();
+        break;
+      }
+      case 8: {  // SUBSCRIBE
+        SubscribePacket s;
+        s.client_id = client_id;
+        const unsigned id = r.u16v();
+        UserProperties ignored;
+        r.properties(ignored);
+        std::string codes;
+        while (r.more()) {
+          auto f = r.str();
+          const int opts = static_cast<int>(r.byte());
+          s.filters.emplace_back(std::move(f), opts);
+          codes.push_back(static_cast<char>(opts & 0x03));  // granted QoS
+        }
+        write_all(fd, packet(0x90, u16(id) + std::string(1, '\0') + codes));
+        {
+          std::lock_guard lock(mu_);
+          subscribes_.push_back(std::move(s));
+        }
+        cv_.notify_all();
+        break;
+      }
+      case 10: {  // UNSUBSCRIBE
+        const unsigned id = r.u16v();
+        UserProperties ignored;
+        r.properties(ignored);
+        std::string codes;
+        while (r.more()) {
+          auto f = r.str();
+          codes.push_back('\0');
+          std::lock_guard lock(mu_);
+          unsubscribes_.push_back(std::move(f));
+        }
+        write_all(fd, packet(0xB0, u16(id) + std::string(1, '\0') + codes));
+        cv_.notify_all();
+        break;
+      }
+      case 12:
+        write_all(fd, packet(0xD0, ""));
+        break;  // PINGREQ
+      case 14:
+        return;  // DISCONNECT
+      default:
+        break;
+    }
+  }
+}
+
+namespace {
+template <typename T>
+std::optional<T> wait_nth(std::mutex& mu, std::condition_variable& cv, const std::vector<T>& v,
+                          std::size_t n, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu);
+  if (!cv.wait_for(lock, timeout, [&] { return v.size() > n; })) return std::nullopt;
+  return v[n];
+}
+}  // namespace
+
+std::optional<ConnectPacket> FakeBroker::connect(std::size_t n, std::chrono::milliseconds timeout) {
+  return wait_nth(mu_, cv_, connects_, n, timeout);
+}
+std::optional<SubscribePacket> FakeBroker::subscribe(std::size_t n,
+                                                     std::chrono::milliseconds timeout) {
+  return wait_nth(mu_, cv_, subscribes_, n, timeout);
+}
+std::optional<PublishPacket> FakeBroker::publish(std::size_t n, std::chrono::milliseconds timeout) {
+  return wait_nth(mu_, cv_, publishes_, n, timeout);
+}
+std::vector<std::string> FakeBroker::unsubscribed() const {
+  std::lock_guard lock(mu_);
+  return unsubscribes_;
+}
+
+}  // namespace mcpmqtt::test
