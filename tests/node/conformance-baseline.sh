@@ -25,6 +25,7 @@ rm -rf "$out"
 mkdir -p "$out"
 
 coproc FIXTURE { exec "$node" "$root/tests/fixtures/conformance-server.mjs" --http --port 0 2>"$out/fixture.log"; }
+# shellcheck disable=SC2153 # coproc sets FIXTURE_PID
 fixture_pid=$FIXTURE_PID
 trap 'kill "$fixture_pid" 2>/dev/null || true; wait "$fixture_pid" 2>/dev/null || true' EXIT
 
