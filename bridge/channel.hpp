@@ -12,6 +12,8 @@
 //   closes itself with Kind::error and a detail that says so. It never drops a message silently.
 // - on_close is called exactly once, when the channel closes for a reason of its own or its
 //   peer's. It is not called for a close the owner requested with close().
+// - Messages sent before close() still go out, as far as the transport allows (the splice
+//   answers pending requests and then closes).
 // - After closing (either way) no message is delivered and send() is ignored.
 #pragma once
 

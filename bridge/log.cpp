@@ -44,6 +44,13 @@ bool set_level(const std::string& level) {
   return true;
 }
 
+bool set_stderr_level(const std::string& level) {
+  const auto lvl = spdlog::level::from_str(level);
+  if (lvl == spdlog::level::off && level != "off") return false;
+  registry().sink->set_level(lvl);
+  return true;
+}
+
 void configure_format(bool journal) {
   auto& r = registry();
   std::lock_guard lock(r.mu);

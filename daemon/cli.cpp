@@ -23,7 +23,14 @@ struct SubcommandSpec {
 };
 
 const std::vector<SubcommandSpec>& subcommands() {
-  static const std::vector<SubcommandSpec> specs = {};
+  static const std::vector<SubcommandSpec> specs = {
+      {"expose", Command::expose,
+       "expose --name NAME [--description TEXT] [--broker URL] -- COMMAND [ARGS...]",
+       "expose: publish one stdio MCP server on MQTT without a configuration file. Each MQTT\n"
+       "  client session gets its own COMMAND process (run without a shell). Example:\n"
+       "    mcp-mqtt-bridge expose --broker mqtt://127.0.0.1:1883 --name demo/everything \\\n"
+       "      -- npx -y @modelcontextprotocol/server-everything\n"},
+  };
   return specs;
 }
 
@@ -58,6 +65,16 @@ const std::vector<OptionSpec>& options() {
        "trace, debug, info, warn, error, critical or off; env MCPMQTT_LOG_LEVEL (default info)",
        {Command::run, Command::check_config, Command::stdio, Command::expose},
        [](CommandLine& c, const std::string& v) { c.overrides.log_level = v; }},
+      {"--name",
+       "NAME",
+       "expose: the MQTT server-name to publish under (type/sub-type/name)",
+       {Command::expose},
+       [](CommandLine& c, const std::string& v) { c.name = v; }},
+      {"--description",
+       "TEXT",
+       "expose: the description in the server's online presence",
+       {Command::expose},
+       [](CommandLine& c, const std::string& v) { c.description = v; }},
       {"--help",
        nullptr,
        "show this help and exit",
@@ -133,6 +150,14 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
   }
   if (cl.command == Command::check_config && cl.config_file.empty()) {
     return {std::nullopt, "--check-config needs a FILE"};
+  }
+  if (cl.command == Command::expose) {
+    if (cl.name.empty()) return {std::nullopt, "expose needs --name NAME (the MQTT server-name)"};
+    if (cl.child_argv.empty()) {
+      return {std::nullopt,
+              "expose needs the server's command after \"--\", e.g. -- npx -y "
+              "@modelcontextprotocol/server-everything"};
+    }
   }
   return {cl, {}};
 }

@@ -4,6 +4,8 @@
 #include <iostream>
 
 #include "bridge/log.hpp"
+#include "daemon/daemon.hpp"
+#include "mqtt/topics.hpp"
 
 namespace mcpmqtt::daemon {
 
@@ -19,6 +21,12 @@ std::optional<config::Config> load_config(const CommandLine& cl) {
     return std::nullopt;
   }
   return std::move(result.config);
+}
+
+void setup_logging(const config::Config& cfg) {
+  // Under systemd, stderr goes to the journal, which stamps lines itself.
+  log::configure_format(std::getenv("JOURNAL_STREAM") != nullptr);
+  log::set_level(cfg.log.level);
 }
 
 int run(const CommandLine& cl) {
@@ -38,12 +46,31 @@ int run(const CommandLine& cl) {
     case Command::run: {
       auto cfg = load_config(cl);
       if (!cfg) return kExitUsage;
-      std::cerr << "mcp-mqtt-bridge: configuration OK (" << cfg->summary()
-                << "), but this build has no transports yet: nothing to run\n";
-      return kExitFailure;
+      setup_logging(*cfg);
+      Daemon d(std::move(*cfg));
+      return d.run();
+    }
+    case Command::expose: {
+      auto cfg = load_config(cl);
+      if (!cfg) return kExitUsage;
+      if (const auto why = topics::check_server_name(cl.name); !why.empty()) {
+        std::cerr << "mcp-mqtt-bridge: --name \"" << cl.name << "\" " << why << "\n";
+        return kExitUsage;
+      }
+      // Exactly one server, the one on the command line; no HTTP ingress.
+      config::ServerEntry entry;
+      entry.name = cl.name;
+      entry.description = cl.description;
+      entry.command = cl.child_argv.front();
+      entry.args.assign(cl.child_argv.begin() + 1, cl.child_argv.end());
+      entry.max_sessions = cfg->egress.max_sessions_per_server;
+      cfg->servers = {entry};
+      cfg->http.enabled = false;
+      setup_logging(*cfg);
+      Daemon d(std::move(*cfg));
+      return d.run();
     }
     case Command::stdio:
-    case Command::expose:
       break;
   }
   std::cerr << "mcp-mqtt-bridge: this subcommand is not available in this build\n";

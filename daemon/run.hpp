@@ -12,4 +12,7 @@ int run(const CommandLine& cl);
 // command-line overrides. Problems are printed to stderr; returns nullopt then.
 std::optional<config::Config> load_config(const CommandLine& cl);
 
+// Log format (journal or terminal) and level from the configuration.
+void setup_logging(const config::Config& cfg);
+
 }  // namespace mcpmqtt::daemon

@@ -302,7 +302,10 @@ void ServerEndpoint::on_subscribed(const std::string& cid, bool ok, const std::s
     boost::asio::post(link->executor(), [link, m = std::move(m)] { link->deliver(m); });
   }
   c.early.clear();
+  // The initialize is the link's first message, held until the owner starts the link; the
+  // owner also gets a copy to decide whether (and how) to serve the session.
   boost::asio::post(link->executor(), [self = shared_from_this(), link, m = std::move(initialize)] {
+    link->deliver(m);
     if (self->handlers_.on_initialize) self->handlers_.on_initialize(link, m);
   });
 }

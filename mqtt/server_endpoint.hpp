@@ -81,7 +81,8 @@ class ServerEndpoint : public std::enable_shared_from_this<ServerEndpoint> {
   };
   struct Handlers {
     // A new client's initialize; its subscriptions are in place. Runs on the link's strand. The
-    // owner starts the link and answers the initialize through it.
+    // initialize is also the first message the link delivers once started; the owner starts
+    // the link and answers the initialize through it.
     std::function<void(std::shared_ptr<ClientLink>, jsonrpc::Message initialize)> on_initialize;
     // Broker connection state changes (readiness); runs on the endpoint's strand.
     std::function<void(bool connected)> on_broker;

@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # README command 1: installs what is missing, builds, starts a Mosquitto on loopback and runs the
-# bridge against it in the foreground. Ctrl-C stops both.
+# bridge against it in the foreground, publishing the MCP reference server (server-everything,
+# pinned in tests/node and run with the pinned Node, so nothing is fetched at run time). Ctrl-C
+# stops both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/install-deps.sh
+scripts/install-deps.sh --test   # --test: Node/npm to fetch the pinned example server
 scripts/build.sh release >/dev/null
+node=$(scripts/setup-node.sh)
+everything="$PWD/tests/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 
 workdir=$(mktemp -d /tmp/mcp-mqtt-bridge-demo.XXXXXX)
 port=1883
 if (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo 18830)
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 fi
 cat > "$workdir/mosquitto.conf" <<CONF
 listener $port 127.0.0.1
@@ -21,6 +25,22 @@ mosquitto -c "$workdir/mosquitto.conf" >"$workdir/mosquitto.log" 2>&1 &
 broker=$!
 trap 'kill $broker 2>/dev/null; rm -rf "$workdir"' EXIT
 for _ in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.1; done
-echo "Mosquitto listening on mqtt://127.0.0.1:$port (log: $workdir/mosquitto.log)" >&2
 
-./build/daemon/mcp-mqtt-bridge --config config/bridge.example.jsonc --broker "mqtt://127.0.0.1:$port"
+cat > "$workdir/bridge.jsonc" <<CONF
+{
+  "mqtt": { "url": "mqtt://127.0.0.1:$port" },
+  "mcpServers": {
+    "demo/everything": {
+      "command": "$node",
+      "args": ["$everything", "stdio"],
+      "description": "The MCP reference server (tools, resources, prompts)"
+    }
+  }
+}
+CONF
+cat >&2 <<MSG
+Mosquitto: mqtt://127.0.0.1:$port (log: $workdir/mosquitto.log)
+Published on MQTT: demo/everything — see its presence with
+  mosquitto_sub -V 5 -p $port -t '\$mcp-server/presence/+/#' -v
+MSG
+./build/daemon/mcp-mqtt-bridge --config "$workdir/bridge.jsonc"

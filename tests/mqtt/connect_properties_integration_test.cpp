@@ -87,7 +87,7 @@ TEST_CASE(
 
 TEST_CASE(
     "CONNECT of a client session: the will is notifications/disconnected on its presence "
-    "topic; the RPC subscription uses No Local",
+    "topic and the RPC subscription uses No Local",
     "[mqtt][connect]") {
   FakeBroker broker;
   IoThreads io;

@@ -4,6 +4,7 @@
 //
 //   role_runner server BROKER_URL SERVER_ID SERVER_NAME
 //   role_runner client BROKER_URL CLIENT_ID SERVER_ID SERVER_NAME
+//   role_runner mcp-client BROKER_URL CLIENT_ID SERVER_ID SERVER_NAME   (also initializes)
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -52,6 +53,27 @@ int main(int argc, char** argv) {
     server = mqtt::ServerEndpoint::create(
         strand, [&] { return boost::asio::make_strand(ioc); }, opts, h);
     boost::asio::post(strand, [&] { server->start(); });
+  } else if (a[0] == "mcp-client" && a.size() >= 5) {
+    mqtt::ClientSession::Options opts;
+    opts.broker = loaded.config->mqtt;
+    opts.client_id = a[2];
+    opts.server_id = a[3];
+    opts.server_name = a[4];
+    client = mqtt::ClientSession::create(strand, opts);
+    boost::asio::post(strand, [&] {
+      client->start({[&](jsonrpc::Message m) {
+                       if (m.is_response() && m.id() == jsonrpc::Id::integer(1)) {
+                         client->send(*jsonrpc::Message::parse(
+                             R"({"jsonrpc":"2.0","method":"notifications/initialized"})"));
+                         std::cout << "ready" << std::endl;
+                       }
+                     },
+                     [](const bridge::CloseReason& why) {
+                       std::cerr << "closed: " << why.detail << std::endl;
+                     }});
+      client->send(*jsonrpc::Message::parse(
+          R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"role_runner","version":"1"}}})"));
+    });
   } else if (a[0] == "client" && a.size() >= 5) {
     mqtt::ClientSession::Options opts;
     opts.broker = loaded.config->mqtt;

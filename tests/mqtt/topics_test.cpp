@@ -81,7 +81,7 @@ TEST_CASE("topics outside the scheme, or with invalid parts, do not parse", "[to
   }
 }
 
-TEST_CASE("ids: no '/', '+', '#'; server-ids are not the reserved words", "[topics]") {
+TEST_CASE("ids: no slash, plus or hash, and server-ids are not the reserved words", "[topics]") {
   CHECK(is_valid_id("mcp-bridge-1a2b"));
   CHECK(is_valid_id("UPPER_and.dots-and:colons"));
   CHECK(check_id("") == "must not be empty");

@@ -54,7 +54,7 @@ TEST_CASE(
   CHECK_FALSE(late.next(500ms));
 }
 
-TEST_CASE("Mosquitto helper: two brokers get two ports; restart keeps the port",
+TEST_CASE("Mosquitto helper: two brokers get two ports and a restart keeps the port",
           "[integration][mosquitto]") {
   Mosquitto a, b;
   CHECK(a.port() != b.port());

@@ -1,0 +1,37 @@
+// bridge::Scheduler on Asio timers, for one session's strand.
+// One strand; not thread-safe: schedule/cancel on the strand given at construction.
+#pragma once
+
+#include <memory>
+#include <unordered_map>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "bridge/scheduler.hpp"
+
+namespace mcpmqtt::daemon {
+
+class AsioScheduler : public bridge::Scheduler {
+ public:
+  explicit AsioScheduler(boost::asio::any_io_executor strand) : strand_(std::move(strand)) {}
+  ~AsioScheduler() override;
+  AsioScheduler(const AsioScheduler&) = delete;
+  AsioScheduler& operator=(const AsioScheduler&) = delete;
+
+  TimerId schedule(std::chrono::milliseconds delay, std::function<void()> fn) override;
+  void cancel(TimerId id) override;
+  Clock::time_point now() const override { return Clock::now(); }
+
+ private:
+  boost::asio::any_io_executor strand_;
+  // Shared with the wait handlers so that a timer firing after the scheduler is gone is a no-op.
+  struct State {
+    std::unordered_map<TimerId, std::unique_ptr<boost::asio::steady_timer>> timers;
+    bool alive = true;
+  };
+  std::shared_ptr<State> state_ = std::make_shared<State>();
+  TimerId next_ = 1;
+};
+
+}  // namespace mcpmqtt::daemon
