@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -75,6 +76,48 @@ void warn_tls_verify_off_once(const std::shared_ptr<spdlog::logger>& log, const 
       "[upstream {}] TLS verification is off for {} (tls_verify: false): its certificate and "
       "host name are not checked; anyone on the path can read and change the traffic",
       s.name, s.url.display());
+}
+
+// The TLS client context for a spec. Contexts are shared between sessions with the same trust
+// settings (loading the system's CA store for every session would cost more than the session's
+// handshake); a context is built once and only read afterwards, which OpenSSL allows from any
+// thread.
+std::shared_ptr<net::ssl::context> tls_context(const UpstreamSpec& spec, std::string& error) {
+  static std::mutex mutex;
+  static std::map<std::pair<std::string, bool>, std::weak_ptr<net::ssl::context>> cache;
+  const auto key = std::make_pair(spec.tls_verify ? spec.ca_file : std::string(), spec.tls_verify);
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto shared = cache[key].lock()) return shared;
+  auto ctx = std::make_shared<net::ssl::context>(net::ssl::context::tls_client);
+  SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION);
+  boost::system::error_code ec;
+  if (spec.tls_verify) {
+    if (!spec.ca_file.empty()) {
+      std::FILE* f = std::fopen(spec.ca_file.c_str(), "r");
+      if (!f) {
+        error = "cannot read the CA file \"" + spec.ca_file + "\": " + std::strerror(errno);
+        return nullptr;
+      }
+      std::fclose(f);
+      ctx->load_verify_file(spec.ca_file, ec);
+      if (ec) {
+        error = "cannot load the CA file \"" + spec.ca_file +
+                "\": it holds no PEM certificate OpenSSL accepts";
+        return nullptr;
+      }
+    } else {
+      ctx->set_default_verify_paths(ec);
+      if (ec) {
+        error = "cannot load the system's CA certificates: " + ec.message();
+        return nullptr;
+      }
+    }
+  }
+  for (auto it = cache.begin(); it != cache.end();) {
+    it = it->second.expired() ? cache.erase(it) : std::next(it);
+  }
+  cache[key] = ctx;
+  return ctx;
 }
 
 }  // namespace
@@ -234,29 +277,8 @@ UpstreamChannelImpl::UpstreamChannelImpl(net::any_io_executor executor, Upstream
   auto headers = check_extra_headers(spec_.headers);
   if (!headers) setup_error_ = headers.error();
   if (spec_.url.tls && setup_error_.empty()) {
-    tls_ = std::make_shared<net::ssl::context>(net::ssl::context::tls_client);
-    SSL_CTX_set_min_proto_version(tls_->native_handle(), TLS1_2_VERSION);
-    boost::system::error_code ec;
-    if (spec_.tls_verify) {
-      if (!spec_.ca_file.empty()) {
-        if (std::FILE* f = std::fopen(spec_.ca_file.c_str(), "r")) {
-          std::fclose(f);
-          tls_->load_verify_file(spec_.ca_file, ec);
-          if (ec) {
-            setup_error_ = "cannot load the CA file \"" + spec_.ca_file +
-                           "\": it holds no PEM certificate OpenSSL accepts";
-          }
-        } else {
-          setup_error_ =
-              "cannot read the CA file \"" + spec_.ca_file + "\": " + std::strerror(errno);
-        }
-      } else {
-        tls_->set_default_verify_paths(ec);
-        if (ec) setup_error_ = "cannot load the system's CA certificates: " + ec.message();
-      }
-    } else {
-      warn_tls_verify_off_once(log_, spec_);
-    }
+    tls_ = tls_context(spec_, setup_error_);
+    if (!spec_.tls_verify) warn_tls_verify_off_once(log_, spec_);
   }
 }
 
@@ -775,8 +797,10 @@ void UpstreamChannelImpl::on_complete(const ExchangePtr& ex) {
   give_back(ex->conn);
   if (ex->kind == Exchange::Kind::listen) {
     if (ex->body == Exchange::Body::error) {
-      log_->warn("{} GET stream refused with HTTP {}: {}", label_, ex->status,
-                 describe_error_body(ex->content_type, ex->text));
+      // Retried with backoff; only the first refusal in a row is worth a warning.
+      log_->log(listen_failures_ == 0 ? spdlog::level::warn : spdlog::level::debug,
+                "{} GET stream refused with HTTP {}: {}; retrying", label_, ex->status,
+                describe_error_body(ex->content_type, ex->text));
       return on_listen_end(ex, true);
     }
     return on_listen_end(ex, !ex->sse->got_bytes());

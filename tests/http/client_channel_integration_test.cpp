@@ -1,7 +1,12 @@
 // The Streamable HTTP client against a scripted server on loopback: what an MQTT client of the
 // HTTP egress would receive, and what the upstream server sees (002 §Streamable HTTP).
-#include <catch2/catch.hpp>
+#include <algorithm>
+#include <sstream>
 
+#include <catch2/catch.hpp>
+#include <spdlog/sinks/ostream_sink.h>
+
+#include "bridge/log.hpp"
 #include "tests/http/client_fake_server.hpp"
 #include "tests/http/client_harness.hpp"
 
@@ -36,8 +41,8 @@ void initialize(ClientHarness& c) {
 }  // namespace
 
 TEST_CASE(
-    "HTTP client: JSON round trip; session id and protocol version on later requests; "
-    "GET 405 tolerated; DELETE on close",
+    "HTTP client: JSON round trip, session id and protocol version on later requests, "
+    "GET 405 tolerated, DELETE on close",
     "[integration][http][client]") {
   test::fake::Script script;
   script.request = [](Conn& c, const Request&, const jsonrpc::Message& m) {
@@ -106,10 +111,42 @@ TEST_CASE(
   CHECK(c->close_count() == 0);  // the owner's close is not reported back
 }
 
-TEST_CASE("HTTP client: configured headers go on every request", "[integration][http][client]") {
+namespace {
+
+// Captures what the "http" logger writes, at the most verbose level, while it lives.
+class LogCapture {
+ public:
+  LogCapture() : logger_(log::get("http")) {
+    sink_ = std::make_shared<spdlog::sinks::ostream_sink_mt>(out_);
+    logger_->sinks().push_back(sink_);
+    level_ = logger_->level();
+    logger_->set_level(spdlog::level::trace);
+  }
+  ~LogCapture() {
+    logger_->set_level(level_);
+    auto& sinks = logger_->sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+  }
+  std::string text() {
+    logger_->flush();
+    return out_.str();
+  }
+
+ private:
+  std::shared_ptr<spdlog::logger> logger_;
+  std::ostringstream out_;
+  spdlog::sink_ptr sink_;
+  spdlog::level::level_enum level_;
+};
+
+}  // namespace
+
+TEST_CASE("HTTP client: configured headers go on every request and never into the log",
+          "[integration][http][client]") {
+  LogCapture capture;
   test::fake::Server srv(test::fake::mcp({}));
-  auto spec = test_spec(srv.url("/mcp?tenant=7"));
-  spec.headers = {{"Authorization", "Bearer s3cret"}, {"X-Tenant", "seven"}};
+  auto spec = test_spec(srv.url("/mcp?token=query-s3cret"));
+  spec.headers = {{"Authorization", "Bearer header-s3cret"}, {"X-Tenant", "seven"}};
   {
     ClientHarness c(spec);
     initialize(c);
@@ -119,11 +156,15 @@ TEST_CASE("HTTP client: configured headers go on every request", "[integration][
   REQUIRE(srv.wait_for(test::fake::method_is("DELETE")));
   for (const auto& r : srv.requests()) {
     INFO(r.method << " " << r.body);
-    CHECK(r.target == "/mcp?tenant=7");
-    CHECK(r.header("Authorization") == "Bearer s3cret");
+    CHECK(r.target == "/mcp?token=query-s3cret");
+    CHECK(r.header("Authorization") == "Bearer header-s3cret");
     CHECK(r.header("X-Tenant") == "seven");
     CHECK(r.header("Host") == "127.0.0.1:" + std::to_string(srv.port()));
   }
+  const std::string logged = capture.text();
+  CHECK(logged.find("session initialized") != std::string::npos);  // the capture works
+  CHECK(logged.find("Authorization") != std::string::npos);        // names are fine
+  CHECK(logged.find("s3cret") == std::string::npos);               // values and queries not
 }
 
 TEST_CASE(
@@ -321,7 +362,7 @@ TEST_CASE("HTTP client: requests beyond the concurrency bound wait for a free co
 
 TEST_CASE(
     "HTTP client: cancelling a request forwards notifications/cancelled and no response "
-    "follows; a request cancelled before it was sent is never sent",
+    "follows, a request cancelled before it was sent is never sent",
     "[integration][http][client]") {
   test::fake::Server srv;  // before the script, which refers to it
   test::fake::Script script;

@@ -90,7 +90,7 @@ TEST_CASE("HTTP client failure: a host name that does not resolve", "[integratio
 
 TEST_CASE(
     "HTTP client failure: HTTP 500 and 401 answer the request with the status and an "
-    "excerpt; the session goes on",
+    "excerpt, the session goes on",
     "[integration][http][client]") {
   test::fake::Script script;
   script.request = [](Conn& c, const Request&, const jsonrpc::Message& m) {
@@ -165,7 +165,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "HTTP client failure: 404 to a request with the session id expires the session; every "
+    "HTTP client failure: 404 to a request with the session id expires the session, every "
     "pending request is answered and the channel closes",
     "[integration][http][client]") {
   test::fake::Server srv;  // before the script, which refers to it
@@ -205,8 +205,36 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "HTTP client failure: a GET stream that cannot be reopened means the server is gone, "
+    "the channel closes",
+    "[integration][http][client]") {
+  test::fake::Server srv;  // before the script, which refers to it
+  test::fake::Script script;
+  script.get = [&](Conn& c, const Request&) {
+    c.start_sse();
+    c.chunk(": open\n\n");
+    while (!srv.stopping() && !c.closed())
+      std::this_thread::sleep_for(20ms);
+  };
+  srv.start(test::fake::mcp(script));
+  ClientHarness c(test_spec(srv.url()));
+  c.send(kInit);  // and nothing else: the GET stream is the only exchange in flight
+  REQUIRE(c.next().kind() == jsonrpc::Kind::result);
+  REQUIRE(srv.wait_for(test::fake::method_is("GET")));
+  // The server goes away: its connections drop (idle keep-alive ones too) and new ones are
+  // refused.
+  srv.stop_accepting();
+  srv.drop_connections();
+  // Five refused reconnections (50 ms doubling to 400 ms), then the session is given up.
+  const auto why = c.wait_close();
+  CHECK(why.kind == CloseReason::Kind::peer_gone);
+  CHECK(why.detail == "upstream " + srv.url() + " unreachable: Connection refused");
+  CHECK(c.queued() == 0);
+}
+
+TEST_CASE(
     "HTTP client failure: a stream cut before the response without event ids answers that "
-    "request; the session goes on",
+    "request, the session goes on",
     "[integration][http][client]") {
   test::fake::Script script;
   script.request = [](Conn& c, const Request&, const jsonrpc::Message& m) {
@@ -253,7 +281,7 @@ TEST_CASE("HTTP client failure: a cut stream whose resumption is refused answers
   CHECK(srv.wait_for([](const Request& r) { return r.header("Last-Event-ID") == "41"; }));
 }
 
-TEST_CASE("HTTP client failure: a slow server times out that request; the session goes on",
+TEST_CASE("HTTP client failure: a slow server times out that request, the session goes on",
           "[integration][http][client]") {
   test::fake::Server srv;  // before the script, which refers to it
   test::fake::Script script;

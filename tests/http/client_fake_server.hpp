@@ -261,10 +261,25 @@ class Server {
     accept_thread_ = std::thread([this] { accept_loop(); });
   }
 
-  ~Server() {
-    stop_ = true;
+  // New connections are refused from now on; open ones go on.
+  void stop_accepting() {
+    accepting_ = false;
     ::shutdown(acceptor_.native_handle(), SHUT_RDWR);
     if (accept_thread_.joinable()) accept_thread_.join();
+    boost::system::error_code ec;
+    acceptor_.close(ec);
+  }
+
+  // Ends every open connection abruptly, as a crashing server would.
+  void drop_connections() {
+    std::lock_guard<std::mutex> l(m_);
+    for (auto& c : conns_)
+      c->abort();
+  }
+
+  ~Server() {
+    stop_ = true;
+    if (accepting_) stop_accepting();
     {
       std::lock_guard<std::mutex> l(m_);
       for (auto& c : conns_)
@@ -318,7 +333,7 @@ class Server {
       boost::system::error_code ec;
       tcp::socket s(ioc_);
       acceptor_.accept(s, ec);
-      if (ec || stop_) return;
+      if (ec || stop_ || !accepting_) return;
       auto conn = std::make_shared<Conn>(std::move(s), tls_.get());
       conn->number = ++accepted_;
       std::lock_guard<std::mutex> l(m_);
@@ -348,6 +363,7 @@ class Server {
   tcp::acceptor acceptor_;
   std::uint16_t port_ = 0;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> accepting_{true};
   std::atomic<int> accepted_{0};
   std::thread accept_thread_;
   mutable std::mutex m_;

@@ -70,7 +70,7 @@ TEST_CASE("client URL: IPv4 and IPv6 literals", "[http][client]") {
   CHECK_FALSE(good("http://localhost/").ip_literal);
 }
 
-TEST_CASE("client URL: path and query form the target; the query stays out of logs",
+TEST_CASE("client URL: path and query form the target, the query stays out of logs",
           "[http][client]") {
   CHECK(good("http://h").target == "/");
   CHECK(good("http://h:1").target == "/");
