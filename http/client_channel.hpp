@@ -1,0 +1,83 @@
+// The client end of one Streamable HTTP MCP session with a remote server (HTTP egress: one
+// upstream session per MQTT client session), as a bridge::Channel.
+//
+// send() POSTs each message on its own request (002 §Sending Messages to the Server; one message
+// per POST, as batching left the wire in 2025-06-18). Responses come back as JSON or as an SSE
+// stream whose server requests and notifications are delivered as they arrive. The initialize
+// response gives the session id and the protocol version sent on every later request; then a GET
+// stream carries server-initiated messages, reconnected with Last-Event-ID when it drops. A POST
+// stream cut before its response is resumed the same way when the server gave event ids.
+// close() ends the session with DELETE.
+//
+// Every request gets exactly one response: the server's, or a JSON-RPC error naming the upstream
+// URL and the cause (unreachable, TLS rejected, HTTP status, timeout, stream cut, session
+// expired). When the session cannot go on (initialize failed, server unreachable, session
+// expired) the channel closes itself after answering what is pending.
+//
+// One strand (the executor given to create()); not thread-safe. The owner ends the channel with
+// close(); until then its connections keep it alive.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include "bridge/channel.hpp"
+#include "bridge/expected.hpp"
+#include "config/config.hpp"
+#include "http/client_url.hpp"
+
+namespace mcpmqtt::http {
+
+// What an upstream session connects to and the bounds it keeps.
+struct UpstreamSpec {
+  std::string name;  // the server-name, for logs
+  Url url;
+  std::vector<std::pair<std::string, std::string>> headers;  // values are secrets: never logged
+  bool tls_verify = true;  // verify the certificate chain and the host name
+  std::string ca_file;     // PEM bundle to trust; empty: the system's store
+
+  std::chrono::milliseconds connect_timeout{10'000};  // resolve + connect + TLS handshake
+  // From a request written to its response header, and between pieces of a JSON body. The
+  // bridge's per-method timeouts normally end a slow request well before this.
+  std::chrono::milliseconds response_timeout{300'000};
+  // An SSE stream silent this long is treated as cut (the GET stream is then reopened).
+  std::chrono::milliseconds stream_idle_timeout{300'000};
+  std::chrono::milliseconds delete_timeout{2'000};  // the DELETE sent by close()
+  // Idle keep-alive connections older than this are not reused (common servers close theirs
+  // after 5 s).
+  std::chrono::milliseconds idle_keepalive{4'000};
+  std::chrono::milliseconds reconnect_min{500};  // GET stream reconnect backoff, doubling
+  std::chrono::milliseconds reconnect_max{30'000};
+
+  std::size_t max_body_bytes = 16 * 1024 * 1024;   // a JSON response
+  std::size_t max_event_bytes = 16 * 1024 * 1024;  // one SSE event
+  std::size_t max_concurrent_requests = 8;  // requests awaiting a response, one connection each
+  std::size_t max_concurrent_short = 4;     // notifications and responses being POSTed
+  std::size_t max_idle_connections = 4;
+  std::size_t max_queued_messages = 1024;  // waiting for a free connection
+  unsigned max_resume_attempts = 5;        // consecutive resumptions that bring nothing
+  unsigned max_connect_failures = 5;       // of the GET stream before the server is unreachable
+};
+
+// Builds the spec of a configured Streamable HTTP server (mcpServers entry with "url"). The
+// error names the key: `mcpServers."tools/x".url: unsupported scheme "ftp"; ...`.
+Expected<UpstreamSpec, std::string> make_upstream_spec(const config::ServerEntry& entry);
+
+class UpstreamChannel : public bridge::Channel {
+ public:
+  static std::shared_ptr<UpstreamChannel> create(boost::asio::any_io_executor executor,
+                                                 UpstreamSpec spec);
+
+  // Mcp-Session-Id from the initialize response; empty before, or when the server has none.
+  virtual const std::string& session_id() const = 0;
+  // The protocol version of the initialize result; empty before.
+  virtual const std::string& protocol_version() const = 0;
+};
+
+}  // namespace mcpmqtt::http
