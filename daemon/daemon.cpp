@@ -68,14 +68,18 @@ void Daemon::start() {
     o.timeouts = cfg_.timeouts;
     o.server_id = make_server_id(cfg_.mqtt.client_id_prefix, index++);
     o.connect_meta_json = connect_meta(entry.description);
-    if (!entry.is_stdio()) {
-      logger()->error(
-          "[server {}] cannot be published: url entries (HTTP egress) are not "
-          "supported by this build",
-          entry.name);
-      continue;
+    UpstreamFactory upstream;
+    if (entry.is_stdio()) {
+      upstream = child_upstream(entry, cfg_.egress, children_);
+    } else {
+      auto made = http_upstream(entry, cfg_.timeouts);
+      if (!made) {
+        logger()->error("[server {}] cannot be published: {}", entry.name, made.error());
+        continue;
+      }
+      upstream = std::move(*made);
     }
-    auto server = ExposedServer::create(ioc_, o, child_upstream(entry, cfg_.egress, children_));
+    auto server = ExposedServer::create(ioc_, o, std::move(upstream));
     server->start();
     servers_.push_back(std::move(server));
   }

@@ -6,6 +6,7 @@
 #include <boost/asio/strand.hpp>
 
 #include "bridge/log.hpp"
+#include "http/client_channel.hpp"
 #include "mqtt/client_session.hpp"
 #include "stdio/child_channel.hpp"
 
@@ -72,6 +73,28 @@ UpstreamFactory child_upstream(const config::ServerEntry& entry, const config::E
     if (!child) return unexpected(child.error());
     return std::shared_ptr<bridge::Channel>(std::move(*child));
   };
+}
+
+Expected<UpstreamFactory, std::string> http_upstream(const config::ServerEntry& entry,
+                                                     const config::Timeouts& timeouts) {
+  auto spec = http::make_upstream_spec(entry);
+  if (!spec) return unexpected(spec.error());
+  // The splice's per-method timeouts answer first; the HTTP client's own bounds only stop a
+  // response that outlives every one of them.
+  int longest = timeouts.default_ms;
+  for (const auto& [method, ms] : timeouts.method_ms)
+    longest = std::max(longest, ms);
+  spec->response_timeout = std::max(spec->response_timeout,
+                                    std::chrono::milliseconds(longest) + std::chrono::seconds(5));
+  return UpstreamFactory(
+      [spec = std::move(*spec)](
+          boost::asio::any_io_executor strand,
+          const std::string& prefix) -> Expected<std::shared_ptr<bridge::Channel>, std::string> {
+        auto s = spec;
+        s.name = s.name + " " + prefix;
+        return std::shared_ptr<bridge::Channel>(
+            http::UpstreamChannel::create(std::move(strand), std::move(s)));
+      });
 }
 
 std::shared_ptr<ExposedServer> ExposedServer::create(boost::asio::io_context& ioc, Options options,

@@ -87,6 +87,10 @@ class ExposedServer : public std::enable_shared_from_this<ExposedServer> {
 // The upstream factory for a `command` entry: one child process per session.
 UpstreamFactory child_upstream(const config::ServerEntry& entry, const config::EgressConfig& egress,
                                std::shared_ptr<stdio::ChildRegistry> children);
+// The upstream factory for a `url` entry: one upstream Streamable HTTP session per session.
+// Fails (with a message naming the key) when the URL or headers cannot be used.
+Expected<UpstreamFactory, std::string> http_upstream(const config::ServerEntry& entry,
+                                                     const config::Timeouts& timeouts);
 
 // The MCP-META object this bridge puts on CONNECT (004 §User Property).
 std::string connect_meta(const std::string& description);
