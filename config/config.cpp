@@ -527,7 +527,10 @@ void resolve_secrets(Config& cfg, std::vector<Problem>& problems, GetEnv getenv_
 void apply_env(Config& cfg, GetEnv getenv_fn) {
   if (const char* v = getenv_fn("MCPMQTT_BROKER"); v && *v) cfg.mqtt.url = v;
   if (const char* v = getenv_fn("MCPMQTT_HTTP_LISTEN"); v && *v) cfg.http.listen = v;
-  if (const char* v = getenv_fn("MCPMQTT_LOG_LEVEL"); v && *v) cfg.log.level = v;
+  if (const char* v = getenv_fn("MCPMQTT_LOG_LEVEL"); v && *v) {
+    cfg.log.level = v;
+    cfg.log.level_set = true;
+  }
   if (const char* v = getenv_fn("MCPMQTT_DEFAULT_SERVER"); v && *v) cfg.ingress.default_server = v;
 }
 
@@ -634,7 +637,7 @@ LoadResult parse(const std::string& text, const std::string& origin, GetEnv gete
     read_timeouts(*v, "timeouts", cfg.timeouts, problems);
   if (const Value* v = top.object("log")) {
     ObjectReader r(*v, "log", problems);
-    r.string("level", cfg.log.level, false);
+    cfg.log.level_set = r.string("level", cfg.log.level, false);
     r.finish();
   }
   if (const Value* v = top.object("daemon")) {
@@ -692,8 +695,10 @@ void apply_overrides(LoadResult& result, const Overrides& o) {
       problems.push_back({"--listen", why});
     }
   }
+  if (o.presence_wait_ms) cfg.ingress.presence_wait_ms = *o.presence_wait_ms;
   if (o.log_level) {
     cfg.log.level = *o.log_level;
+    cfg.log.level_set = true;
     if (!is_log_level(cfg.log.level)) {
       problems.push_back(
           {"--log-level",

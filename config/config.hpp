@@ -121,6 +121,7 @@ struct EgressConfig {
 
 struct LogConfig {
   std::string level = "info";  // trace, debug, info, warn, error, critical, off
+  bool level_set = false;      // given by the file, the environment or a flag (not the default)
 };
 
 struct DaemonConfig {
@@ -149,6 +150,7 @@ struct Overrides {
   std::optional<std::string> http_listen;
   std::optional<std::string> log_level;
   std::optional<std::string> default_server;
+  std::optional<int> presence_wait_ms;
 };
 
 // One problem found in a configuration: where, and what to do about it.

@@ -2,6 +2,7 @@
 // One strand; not thread-safe: schedule/cancel on the strand given at construction.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <unordered_map>
 
@@ -33,5 +34,10 @@ class AsioScheduler : public bridge::Scheduler {
   std::shared_ptr<State> state_ = std::make_shared<State>();
   TimerId next_ = 1;
 };
+
+// Calls `done` on `ex` once `ready()` holds (checked every `every`) or `timeout` has passed.
+void poll_until(boost::asio::any_io_executor ex, std::function<bool()> ready,
+                std::chrono::milliseconds timeout, std::function<void()> done,
+                std::chrono::milliseconds every = std::chrono::milliseconds(20));
 
 }  // namespace mcpmqtt::daemon

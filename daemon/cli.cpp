@@ -24,6 +24,11 @@ struct SubcommandSpec {
 
 const std::vector<SubcommandSpec>& subcommands() {
   static const std::vector<SubcommandSpec> specs = {
+      {"stdio", Command::stdio, "stdio --server NAME [--broker URL] [--config FILE]",
+       "stdio: be a stdio MCP server for a host that launches commands (desktop apps, IDEs), and\n"
+       "  relay its session to an instance of the MQTT-hosted server NAME. stdout carries only\n"
+       "  JSON-RPC; logs go to stderr (warnings only unless --log-level says otherwise). Exits 0\n"
+       "  when stdin closes or on SIGTERM, after telling the server; 1 if the session fails.\n"},
       {"expose", Command::expose,
        "expose --name NAME [--description TEXT] [--broker URL] -- COMMAND [ARGS...]",
        "expose: publish one stdio MCP server on MQTT without a configuration file. Each MQTT\n"
@@ -65,6 +70,18 @@ const std::vector<OptionSpec>& options() {
        "trace, debug, info, warn, error, critical or off; env MCPMQTT_LOG_LEVEL (default info)",
        {Command::run, Command::check_config, Command::stdio, Command::expose},
        [](CommandLine& c, const std::string& v) { c.overrides.log_level = v; }},
+      {"--server",
+       "NAME",
+       "stdio: the MQTT server-name to connect to",
+       {Command::stdio},
+       [](CommandLine& c, const std::string& v) { c.name = v; }},
+      {"--presence-wait-ms",
+       "MS",
+       "how long a new session waits for its server to come online (default 5000)",
+       {Command::stdio, Command::run},
+       [](CommandLine& c, const std::string& v) {
+         c.overrides.presence_wait_ms = std::atoi(v.c_str());
+       }},
       {"--name",
        "NAME",
        "expose: the MQTT server-name to publish under (type/sub-type/name)",
@@ -150,6 +167,9 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
   }
   if (cl.command == Command::check_config && cl.config_file.empty()) {
     return {std::nullopt, "--check-config needs a FILE"};
+  }
+  if (cl.command == Command::stdio && cl.name.empty()) {
+    return {std::nullopt, "stdio needs --server NAME (the MQTT server-name to connect to)"};
   }
   if (cl.command == Command::expose) {
     if (cl.name.empty()) return {std::nullopt, "expose needs --name NAME (the MQTT server-name)"};

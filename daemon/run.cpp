@@ -5,6 +5,7 @@
 
 #include "bridge/log.hpp"
 #include "daemon/daemon.hpp"
+#include "daemon/stdio_ingress.hpp"
 #include "mqtt/topics.hpp"
 
 namespace mcpmqtt::daemon {
@@ -70,8 +71,18 @@ int run(const CommandLine& cl) {
       Daemon d(std::move(*cfg));
       return d.run();
     }
-    case Command::stdio:
-      break;
+    case Command::stdio: {
+      auto cfg = load_config(cl);
+      if (!cfg) return kExitUsage;
+      if (const auto why = topics::check_server_name(cl.name); !why.empty()) {
+        std::cerr << "mcp-mqtt-bridge: --server \"" << cl.name << "\" " << why << "\n";
+        return kExitUsage;
+      }
+      // A desktop host shows stderr to people: quiet unless a level was asked for.
+      if (!cfg->log.level_set) cfg->log.level = "warn";
+      setup_logging(*cfg);
+      return run_stdio_ingress(std::move(*cfg), cl.name);
+    }
   }
   std::cerr << "mcp-mqtt-bridge: this subcommand is not available in this build\n";
   return kExitUsage;

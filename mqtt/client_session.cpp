@@ -101,16 +101,12 @@ void ClientSession::on_subscribed(bool ok, const std::string& why) {
   }
   state_ = State::ready;
   logger()->debug("{} subscribed; sending {} queued message(s)", prefix_, queued_.size());
-  while (!queued_.empty() && state_ == State::ready) {
-    auto m = std::move(queued_.front());
-    queued_.pop_front();
-    publish(m);
-  }
+  flush();
 }
 
 void ClientSession::send(jsonrpc::Message message) {
   if (state_ == State::closed) return;
-  if (state_ == State::ready) {
+  if (state_ == State::ready && !awaiting_init_) {
     publish(message);
     return;
   }
@@ -121,10 +117,20 @@ void ClientSession::send(jsonrpc::Message message) {
     return;
   }
   queued_.push_back(std::move(message));
+  flush();
+}
+
+void ClientSession::flush() {
+  while (state_ == State::ready && !awaiting_init_ && !queued_.empty()) {
+    auto m = std::move(queued_.front());
+    queued_.pop_front();
+    publish(m);
+  }
 }
 
 void ClientSession::publish(const jsonrpc::Message& m) {
   const bool initialize = m.is_request() && m.method() == "initialize";
+  if (initialize) awaiting_init_ = m.id();
   conn_->publish(initialize ? control_topic_ : rpc_topic_, m.shared_text());
 }
 
@@ -157,7 +163,13 @@ void ClientSession::on_message(const Incoming& in) {
       return;
     }
     if (t->kind == topics::Kind::server_capability && !m.is_notification()) continue;
+    const bool init_answer = awaiting_init_ && m.is_response() && m.id() == *awaiting_init_;
     if (receiver_.on_message) receiver_.on_message(std::move(m));
+    if (init_answer) {
+      // The server is now subscribed to the RPC topic: what waited may go.
+      awaiting_init_.reset();
+      flush();
+    }
   }
 }
 
@@ -172,7 +184,9 @@ void ClientSession::fail(bridge::CloseReason why) {
     // Best effort: tell the server, then leave. The will covers us if the broker is gone.
     if (conn_->connected())
       conn_->publish(topics::client_presence(options_.client_id), kDisconnected);
-    conn_->disconnect(std::chrono::seconds(2));
+    conn_->disconnect(std::chrono::seconds(2), [self = shared_from_this()] {
+      if (auto fn = std::move(self->on_finished_)) fn();
+    });
   }
   if (receiver.on_close) receiver.on_close(why);
 }
@@ -183,12 +197,18 @@ void ClientSession::close(const bridge::CloseReason& why) {
   queued_.clear();
   receiver_ = {};
   logger()->debug("{} closing: {}", prefix_, why.detail);
-  if (!conn_) return;
+  if (!conn_) {
+    if (auto fn = std::move(on_finished_)) boost::asio::post(strand_, fn);
+    return;
+  }
   // 004 §Client Disconnect: `disconnected` on the presence topic before a clean disconnect
   // (Paho sends the publication before the DISCONNECT).
   if (conn_->connected())
     conn_->publish(topics::client_presence(options_.client_id), kDisconnected);
-  conn_->disconnect(std::chrono::seconds(2));
+  // The completion keeps this session alive until the broker has seen it leave.
+  conn_->disconnect(std::chrono::seconds(2), [self = shared_from_this()] {
+    if (auto fn = std::move(self->on_finished_)) fn();
+  });
 }
 
 }  // namespace mcpmqtt::mqtt

@@ -6,7 +6,9 @@
 // - will = notifications/disconnected on $mcp-client/presence/{client-id};
 // - before initialize is sent: the RPC topic subscribed with No Local, and the server's
 //   capability topic; also the server instance's presence topic, to learn when it vanishes;
-// - initialize goes to the server's control topic, everything else to the RPC topic;
+// - initialize goes to the server's control topic, everything else to the RPC topic — and only
+//   after the initialize response: the server subscribes the RPC topic when initialize reaches
+//   it, so anything sent there earlier would be lost. Messages in between are held (bounded);
 // - close: notifications/disconnected on the presence topic, then a clean DISCONNECT;
 // - the server ends the session (`disconnected` on the RPC topic), its presence is cleared, or
 //   the broker connection is lost: on_close with Kind::peer_gone and a detail to pass on. A
@@ -18,6 +20,7 @@
 
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -52,6 +55,9 @@ class ClientSession : public bridge::Channel, public std::enable_shared_from_thi
   const std::string& server_name() const { return options_.server_name; }
   // Subscriptions are in place and messages flow.
   bool ready() const { return state_ == State::ready; }
+  // Runs (on the strand) once the MQTT connection is closed after the session ended, so a
+  // process can wait for its `disconnected` to be on the wire before exiting.
+  void on_finished(std::function<void()> fn) { on_finished_ = std::move(fn); }
 
  private:
   enum class State { idle, subscribing, ready, closed };
@@ -59,6 +65,7 @@ class ClientSession : public bridge::Channel, public std::enable_shared_from_thi
   void on_message(const Incoming& in);
   void on_subscribed(bool ok, const std::string& why);
   void publish(const jsonrpc::Message& m);
+  void flush();
   void fail(bridge::CloseReason why);
 
   boost::asio::any_io_executor strand_;
@@ -72,6 +79,8 @@ class ClientSession : public bridge::Channel, public std::enable_shared_from_thi
   int acks_pending_ = 3;
   std::string subscribe_failure_;
   std::deque<jsonrpc::Message> queued_;
+  std::optional<jsonrpc::Id> awaiting_init_;  // the initialize sent, until its response arrives
+  std::function<void()> on_finished_;
 };
 
 // A fresh MQTT client id for one MCP session: prefix + 128 random bits in hex.

@@ -1,0 +1,248 @@
+#include "daemon/ingress.hpp"
+
+#include <optional>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "bridge/holding_channel.hpp"
+#include "bridge/log.hpp"
+#include "bridge/splice.hpp"
+#include "daemon/asio_scheduler.hpp"
+#include "mqtt/client_session.hpp"
+#include "mqtt/topics.hpp"
+
+namespace mcpmqtt::daemon {
+
+namespace {
+
+auto logger() {
+  static auto l = log::get("bridge");
+  return l;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v)
+    out += (out.empty() ? "" : ", ") + s;
+  return out.empty() ? "(none)" : out;
+}
+
+}  // namespace
+
+struct Ingress::Session : std::enable_shared_from_this<Session> {
+  std::uint64_t id = 0;
+  std::weak_ptr<Ingress> ingress;
+  boost::asio::any_io_executor strand;
+  std::string server_name;
+  std::shared_ptr<bridge::HoldingChannel> downstream;
+  std::optional<jsonrpc::Id> init_id;
+  bridge::Directory::WatchId watch = 0;
+  std::unique_ptr<boost::asio::steady_timer> wait_timer;
+  std::unique_ptr<AsioScheduler> scheduler;  // declared before the splice: outlives its timers
+  std::shared_ptr<mqtt::ClientSession> upstream;
+  std::shared_ptr<bridge::Splice> splice;
+  OnClosed on_closed;
+  OnFinished on_finished;
+  bool ended = false;
+
+  std::shared_ptr<Ingress> owner() const { return ingress.lock(); }
+
+  void on_initialize() {
+    auto in = owner();
+    if (!in) return;
+    const auto filters = in->directory_->filters();
+    bool covered = filters.empty();
+    for (const auto& f : filters)
+      covered |= topics::filter_matches(f, server_name);
+    if (!covered) {
+      refuse("the MCP server \"" + server_name +
+             "\" is outside the server-name filters the bridge subscribes to (" + join(filters) +
+             "); add a filter that matches it to ingress.server_name_filters");
+      return;
+    }
+    try_connect();
+  }
+
+  void try_connect() {
+    auto in = owner();
+    if (ended || splice || !in) return;
+    auto inst = in->directory_->pick(server_name, in->options_.ingress.pick == config::Pick::random
+                                                      ? bridge::Directory::Pick::random
+                                                      : bridge::Directory::Pick::round_robin);
+    if (inst) {
+      connect(*inst);
+      return;
+    }
+    if (wait_timer) return;  // already waiting
+    const auto wait = std::chrono::milliseconds(in->options_.ingress.presence_wait_ms);
+    wait_timer = std::make_unique<boost::asio::steady_timer>(strand, wait);
+    std::weak_ptr<Session> weak = weak_from_this();
+    wait_timer->async_wait(
+        [weak, wait, filters = in->directory_->filters()](const boost::system::error_code& ec) {
+          auto self = weak.lock();
+          if (ec || !self || self->splice || self->ended) return;
+          self->refuse("no MCP server named \"" + self->server_name + "\" is online (waited " +
+                       std::to_string(wait.count()) + " ms for its presence on " +
+                       topics::server_presence_filter(self->server_name) +
+                       "; server-name filters in use: " + join(filters) + ")");
+        });
+    auto ex = strand;
+    watch = in->directory_->watch(server_name, [weak, ex] {
+      boost::asio::post(ex, [weak] {
+        if (auto self = weak.lock()) self->try_connect();
+      });
+    });
+  }
+
+  void stop_waiting() {
+    if (wait_timer) wait_timer->cancel();
+    if (watch) {
+      if (auto in = owner()) in->directory_->unwatch(watch);
+      watch = 0;
+    }
+  }
+
+  void connect(const bridge::ServerInstance& inst) {
+    auto in = owner();
+    if (!in) return;
+    stop_waiting();
+    mqtt::ClientSession::Options o;
+    o.broker = in->options_.mqtt;
+    // 004 §MQTT Client ID: a fresh client id for every initialize.
+    o.client_id = mqtt::fresh_client_id(in->options_.mqtt.client_id_prefix);
+    o.server_id = inst.server_id;
+    o.server_name = inst.server_name;
+    o.connect_meta_json = in->options_.connect_meta_json;
+    upstream = mqtt::ClientSession::create(strand, o);
+    if (on_finished) upstream->on_finished(on_finished);
+    scheduler = std::make_unique<AsioScheduler>(strand);
+    bridge::Splice::Options so;
+    const auto timeouts = in->options_.timeouts;
+    so.timeout_for = [timeouts](const std::string& method) {
+      return std::chrono::milliseconds(timeouts.for_method(method));
+    };
+    so.log_prefix = upstream->describe();
+    bridge::Splice::Hooks hooks;
+    std::weak_ptr<Session> weak = weak_from_this();
+    hooks.on_closed = [weak](const bridge::CloseReason& why) {
+      if (auto self = weak.lock()) self->end(why);
+    };
+    logger()->info("{} new session for {}", upstream->describe(), downstream->describe());
+    splice = bridge::Splice::create(downstream, upstream, *scheduler, so, std::move(hooks));
+    splice->start();
+  }
+
+  void refuse(const std::string& why) {
+    if (ended) return;
+    logger()->warn("{} initialize refused: {}", downstream->describe(), why);
+    if (init_id)
+      downstream->send(jsonrpc::Message::error(*init_id, jsonrpc::code::connection_closed, why));
+    const bridge::CloseReason reason{bridge::CloseReason::Kind::peer_gone, why};
+    downstream->close(reason);
+    end(reason);
+    if (auto fn = std::move(on_finished)) boost::asio::post(strand, fn);
+  }
+
+  void end(const bridge::CloseReason& why) {
+    if (ended) return;
+    ended = true;
+    stop_waiting();
+    if (on_closed) on_closed(why);
+    // Not from inside the splice's own callback: forget the session on the next turn.
+    boost::asio::post(strand, [self = shared_from_this()] {
+      if (auto in = self->owner()) in->forget(self->id);
+    });
+  }
+};
+
+std::shared_ptr<Ingress> Ingress::create(Options options,
+                                         std::shared_ptr<bridge::Directory> directory) {
+  return std::shared_ptr<Ingress>(new Ingress(std::move(options), std::move(directory)));
+}
+
+Ingress::Ingress(Options options, std::shared_ptr<bridge::Directory> directory)
+    : options_(std::move(options)), directory_(std::move(directory)) {}
+
+void Ingress::attach(const std::string& server_name, std::shared_ptr<bridge::Channel> downstream,
+                     boost::asio::any_io_executor strand, OnClosed on_closed,
+                     OnFinished on_finished) {
+  auto s = std::make_shared<Session>();
+  s->ingress = weak_from_this();
+  s->strand = strand;
+  s->server_name = server_name;
+  s->on_closed = std::move(on_closed);
+  s->on_finished = std::move(on_finished);
+  {
+    std::lock_guard lock(mu_);
+    s->id = next_id_++;
+    sessions_[s->id] = s;
+  }
+  s->downstream = bridge::HoldingChannel::create(std::move(downstream), options_.max_held);
+  std::weak_ptr<Session> weak = s;
+  s->downstream->on_held([weak](const jsonrpc::Message& m) {
+    auto self = weak.lock();
+    if (!self) return false;
+    if (self->init_id) return true;
+    if (m.is_request() && m.method() == "initialize") {
+      self->init_id = m.id();
+      self->on_initialize();
+      return true;
+    }
+    // 002 §Lifecycle: initialize comes first.
+    if (m.is_request()) {
+      self->downstream->send(jsonrpc::Message::error(
+          m.id(), jsonrpc::code::invalid_request,
+          "the session is not initialized: send initialize before " + m.method()));
+    }
+    return false;
+  });
+  s->downstream->on_closed_while_held([weak](const bridge::CloseReason& why) {
+    if (auto self = weak.lock()) {
+      if (self->splice) return;  // the splice reports it
+      self->end(why);
+      if (auto fn = std::move(self->on_finished)) boost::asio::post(self->strand, fn);
+    }
+  });
+}
+
+void Ingress::forget(std::uint64_t id) {
+  std::shared_ptr<Session> s;
+  {
+    std::lock_guard lock(mu_);
+    auto it = sessions_.find(id);
+    if (it == sessions_.end()) return;
+    s = std::move(it->second);
+    sessions_.erase(it);
+  }
+  // `s` goes away here, on the session's strand (forget is posted there).
+}
+
+std::size_t Ingress::session_count() const {
+  std::lock_guard lock(mu_);
+  return sessions_.size();
+}
+
+void Ingress::close_all(const bridge::CloseReason& why, boost::asio::any_io_executor ex,
+                        std::chrono::milliseconds timeout, std::function<void()> done) {
+  std::vector<std::shared_ptr<Session>> all;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [id, s] : sessions_)
+      all.push_back(s);
+  }
+  for (auto& s : all) {
+    boost::asio::post(s->strand, [s, why] {
+      if (s->splice)
+        s->splice->close(why);
+      else
+        s->refuse(why.detail);
+    });
+  }
+  // Wait for the table to empty (each session forgets itself), bounded by `timeout`.
+  poll_until(
+      ex, [self = shared_from_this()] { return self->session_count() == 0; }, timeout,
+      std::move(done));
+}
+
+}  // namespace mcpmqtt::daemon
