@@ -20,6 +20,8 @@ using jsonrpc::Message;
 namespace {
 
 constexpr std::uint32_t kHeaderLimit = 32 * 1024;
+// Bodies of refused requests up to this size are read and dropped to keep the connection.
+constexpr std::uint64_t kDiscardLimit = 64 * 1024;
 // Bytes a client may send ahead (pipelining) while its current response is in progress.
 constexpr std::size_t kPipelineLimit = 64 * 1024;
 // How long a connection closed by the server keeps reading (and discarding) what the client
@@ -135,9 +137,23 @@ void Connection::on_header(beast::error_code ec) {
   }
   request_line_ = std::string(req.method_string()) + " " + std::string(req.target());
   route_ = parse_route(sv(req.target()));
+  const auto expect = req.find(bhttp::field::expect);
+  const bool expects_continue = expect != req.end() && iequals(sv(expect->value()), "100-continue");
   if (auto rejection = precheck(req)) {
-    // A body not read yet cannot be skipped reliably: close after the answer.
-    write_response(std::move(*rejection), !parser_->is_done());
+    if (parser_->is_done()) return write_response(std::move(*rejection), false);
+    // A small body is read and dropped so the connection can go on; a large one, or one the
+    // client waits to be invited to send, is not worth it: close after the answer.
+    const auto length = parser_->content_length();
+    if (!expects_continue && length && *length <= kDiscardLimit) {
+      auto res = std::make_shared<Response>(std::move(*rejection));
+      bhttp::async_read(stream_, buffer_, *parser_,
+                        [self = shared_from_this(), res](beast::error_code e, std::size_t) {
+                          if (e) return self->on_read_error(e);
+                          self->write_response(std::move(*res), false);
+                        });
+      return;
+    }
+    write_response(std::move(*rejection), true);
     return;
   }
   if (parser_->is_done()) return on_request();
@@ -145,8 +161,7 @@ void Connection::on_header(beast::error_code ec) {
     bhttp::async_read(self->stream_, self->buffer_, *self->parser_,
                       [self](beast::error_code e, std::size_t) { self->on_body(e); });
   };
-  if (auto e = req.find(bhttp::field::expect);
-      e != req.end() && iequals(sv(e->value()), "100-continue")) {
+  if (expects_continue) {
     net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
                      [self = shared_from_this(), read_body](beast::error_code e2, std::size_t) {
                        if (e2) return self->close();

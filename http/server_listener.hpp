@@ -4,7 +4,8 @@
 //
 // Thread-safe: start(), stop() and the queries may be called from any thread. The io_context
 // (run by any number of threads) and the backend must outlive every handler the server starts:
-// call stop(), then let run() return.
+// call stop(), then let run() return. Sessions handed to the backend hold Asio timers of that
+// io_context: release them before the io_context is destroyed.
 #pragma once
 
 #include <memory>

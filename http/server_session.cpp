@@ -228,6 +228,8 @@ void Session::finish_initialize_failure() {
   const unsigned status = unavailable ? 503 : 200;
   state_->log->info("{} initialize for {} failed (HTTP {}): {}", label_, server_name_, status,
                     message);
+  // Gone from the registry before the client hears of it.
+  state_->sessions.erase(id_);
   if (auto exchange = std::move(init_exchange_)) {
     Response res = head(status);
     res.set(bhttp::field::content_type, "application/json");
@@ -392,11 +394,10 @@ void Session::deliver(const StreamRouter::Routed& routed, const Message& message
         if (routed.write) {
           reply_json(routed.stream, routed.json_body, routed.json_batch);
         } else {
-          state_->messages_dropped += routed.json_body.size();
-          state_->log->warn(
-              "{} {} response(s) dropped: the client closed the connection of its JSON POST "
-              "before they came (a JSON response cannot be resumed)",
-              label_, routed.json_body.size());
+          state_->messages_dropped += routed.json_body.size() - 1;
+          warn_dropped(std::to_string(routed.json_body.size()) +
+                       " response(s) dropped: the client closed the connection of its JSON "
+                       "POST before they came (a JSON response cannot be resumed)");
         }
       } else if (routed.write) {
         end_stream(routed.stream);
@@ -413,19 +414,15 @@ void Session::deliver(const StreamRouter::Routed& routed, const Message& message
         state_->log->debug("{} {} not delivered: {}", label_, describe_message(message),
                            routed.why);
       } else {
-        ++state_->messages_dropped;
-        state_->log->warn("{} {} dropped: {}", label_, describe_message(message), routed.why);
+        warn_dropped(describe_message(message) + " dropped: " + routed.why);
       }
       break;
   }
 }
 
 void Session::refuse_request(const Message& request, const std::string& why) {
-  ++state_->messages_dropped;
-  state_->log->warn(
-      "{} {} not delivered: {}; answered it with an error so the server does not "
-      "wait",
-      label_, describe_message(request), why);
+  warn_dropped(describe_message(request) + " not delivered: " + why +
+               "; answered it with an error so the server does not wait");
   auto error = Message::error(request.id(), jsonrpc::code::connection_closed,
                               "the HTTP client cannot take this request now: " + why);
   // Not from inside the owner's send(): the answer arrives as a separate delivery.
@@ -434,12 +431,28 @@ void Session::refuse_request(const Message& request, const std::string& why) {
 
 void Session::log_evicted(const std::vector<Message>& evicted) {
   for (const auto& m : evicted) {
-    ++state_->messages_dropped;
-    state_->log->warn(
-        "{} {} dropped to stay within http.limits (session_backlog_messages {}, "
-        "replay_buffer_events {}); no stream took it in time",
-        label_, describe_message(m), state_->http.limits.session_backlog_messages,
-        state_->http.limits.replay_buffer_events);
+    warn_dropped(
+        describe_message(m) + " dropped to stay within http.limits (session_backlog_messages " +
+        std::to_string(state_->http.limits.session_backlog_messages) + ", replay_buffer_events " +
+        std::to_string(state_->http.limits.replay_buffer_events) + "); no stream took it in time");
+  }
+}
+
+void Session::warn_dropped(const std::string& what) {
+  ++state_->messages_dropped;
+  // One line per second at most: an overloaded session must not flood the journal.
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_drop_report_ < std::chrono::seconds(1)) {
+    ++drops_unreported_;
+    return;
+  }
+  last_drop_report_ = now;
+  if (drops_unreported_ > 0) {
+    state_->log->warn("{} {} (and {} more dropped since the last report)", label_, what,
+                      drops_unreported_);
+    drops_unreported_ = 0;
+  } else {
+    state_->log->warn("{} {}", label_, what);
   }
 }
 
@@ -550,6 +563,9 @@ void Session::terminate(const CloseReason& why, bool tell_receiver) {
     reply_error(exchange, 503, jsonrpc::code::connection_closed,
                 "the MCP session ended before initialize was answered (" + why.detail + ")");
   }
+  if (drops_unreported_ > 0)
+    state_->log->warn("{} {} more message(s) were dropped since the last report", label_,
+                      drops_unreported_);
   if (router_.backlog_size() > 0)
     state_->log->info("{} {} server message(s) held for the client are discarded", label_,
                       router_.backlog_size());

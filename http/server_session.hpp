@@ -83,6 +83,8 @@ class Session : public bridge::Channel, public std::enable_shared_from_this<Sess
   void to_receiver(const jsonrpc::Message& message);
   void refuse_request(const jsonrpc::Message& request, const std::string& why);
   void log_evicted(const std::vector<jsonrpc::Message>& evicted);
+  // Counts a message that could not be delivered and logs it, at most once a second.
+  void warn_dropped(const std::string& what);
 
   // Ends the session; tells the receiver unless the owner asked for the end.
   void terminate(const bridge::CloseReason& why, bool tell_receiver);
@@ -109,6 +111,8 @@ class Session : public bridge::Channel, public std::enable_shared_from_this<Sess
   std::map<StreamId, std::shared_ptr<Exchange>> exchanges_;  // streams and JSON waits
   std::string negotiated_version_;
   std::chrono::steady_clock::time_point last_activity_;
+  std::chrono::steady_clock::time_point last_drop_report_{};
+  std::size_t drops_unreported_ = 0;
 
   // Initialize in progress.
   StreamId init_stream_ = 0;
