@@ -179,8 +179,9 @@ void Connection::on_body(beast::error_code ec) {
 
 void Connection::on_read_error(beast::error_code ec) {
   if (phase_ == Phase::closed || ec == net::error::operation_aborted) return;
-  if (ec == bhttp::error::end_of_stream || ec == net::error::eof ||
-      ec == net::error::connection_reset || ec == net::error::broken_pipe) {
+  if (ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message ||
+      ec == net::error::eof || ec == net::error::connection_reset ||
+      ec == net::error::broken_pipe) {
     close();
     return;
   }

@@ -635,3 +635,30 @@ TEST_CASE("http: a cancelled request's stream ends without a response", "[http][
       c.request(bhttp::verb::post, "/mcp", post_headers(ts.host(), sid), request_body(5, "ping"));
   CHECK(ping.status == 200);
 }
+
+TEST_CASE(
+    "http: with the backlog full of server requests, a further one is answered with an "
+    "error instead of being lost",
+    "[http][integration]") {
+  TestServer ts(config_with([](auto& c) { c.limits.session_backlog_messages = 2; }));
+  const auto sid = open_session(ts);
+  ts.backend.send(0, Message::notification("notifications/message", R"({"data":"old"})"));
+  ts.backend.send(0, Message::request(Id::string("q1"), "ping"));
+  ts.backend.send(0, Message::request(Id::string("q2"), "ping"));  // the notification gives way
+  ts.backend.send(0, Message::request(Id::string("q3"), "ping"));  // nothing gives way
+  REQUIRE(ts.backend.wait_response(0, Id::string("q3")));
+  auto answer = ts.backend.received(0).back();
+  CHECK(answer.kind() == Kind::error);
+  CHECK(answer.error().code == -32000);
+  CHECK(answer.error().message.find("backlog") != std::string::npos);
+
+  // The two held requests arrive when the client opens its GET stream.
+  RawClient g(ts.endpoint);
+  g.send(bhttp::verb::get, "/mcp", get_headers(ts.host(), sid));
+  REQUIRE(g.read_header().status == 200);
+  auto a = g.next_message();
+  auto b = g.next_message();
+  REQUIRE((a && b));
+  CHECK(a->message()->id() == Id::string("q1"));
+  CHECK(b->message()->id() == Id::string("q2"));
+}

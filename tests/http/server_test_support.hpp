@@ -99,7 +99,7 @@ class FakeBackend : public http::Backend {
     std::lock_guard lock(mu_);
     return i < sessions_.size() ? sessions_[i] : nullptr;
   }
-  // Waits until `pred` holds (checked under the lock).
+  // Waits until `pred` holds (checked under the lock: it must not call other members).
   bool wait(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 10s) {
     std::unique_lock lock(mu_);
     return cv_.wait_for(lock, timeout, pred);
@@ -113,6 +113,15 @@ class FakeBackend : public http::Backend {
       if (i >= sessions_.size()) return false;
       for (const auto& m : sessions_[i]->received)
         if (m.method() == method) return true;
+      return false;
+    });
+  }
+  // Waits until session i received a response with `id`.
+  bool wait_response(std::size_t i, const Id& id) {
+    return wait([&] {
+      if (i >= sessions_.size()) return false;
+      for (const auto& m : sessions_[i]->received)
+        if (m.is_response() && m.id() == id) return true;
       return false;
     });
   }
