@@ -32,8 +32,9 @@ constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 // An Exchange of this connection: every call is posted onto the connection's strand.
 class ConnectionExchange : public Exchange {
  public:
-  ConnectionExchange(std::shared_ptr<Connection> c, std::uint64_t serial)
-      : c_(std::move(c)), serial_(serial), ex_(c_->executor()) {}
+  ConnectionExchange(std::shared_ptr<Connection> c, std::uint64_t serial,
+                     std::shared_ptr<PushQueue> pushes)
+      : c_(std::move(c)), serial_(serial), ex_(c_->executor()), pushes_(std::move(pushes)) {}
 
   void watch(std::function<void()> on_gone) override {
     net::post(ex_, [c = c_, s = serial_, f = std::move(on_gone)]() mutable {
@@ -50,9 +51,24 @@ class ConnectionExchange : public Exchange {
         ex_, [c = c_, s = serial_, r = std::move(head)]() mutable { c->ex_open(s, std::move(r)); });
   }
   void push(std::string bytes) override {
-    net::post(ex_, [c = c_, s = serial_, b = std::move(bytes)]() mutable {
-      c->ex_push(s, std::move(b));
-    });
+    bool kick = false;
+    std::size_t overflow = 0;
+    {
+      std::lock_guard lock(pushes_->mu);
+      if (pushes_->closed) return;
+      if (pushes_->items.size() >= pushes_->limit) {
+        pushes_->closed = true;
+        overflow = pushes_->items.size();
+      } else {
+        pushes_->items.push_back(std::move(bytes));
+        kick = !pushes_->kick_pending;
+        pushes_->kick_pending = true;
+      }
+    }
+    if (overflow)
+      net::post(ex_, [c = c_, s = serial_, overflow] { c->ex_overflow(s, overflow); });
+    else if (kick)
+      net::post(ex_, [c = c_, s = serial_] { c->ex_kick(s); });
   }
   void end() override {
     net::post(ex_, [c = c_, s = serial_] { c->ex_end(s); });
@@ -65,6 +81,7 @@ class ConnectionExchange : public Exchange {
   std::shared_ptr<Connection> c_;
   std::uint64_t serial_;
   net::any_io_executor ex_;
+  std::shared_ptr<PushQueue> pushes_;
 };
 
 // Beast 1.74 uses boost::string_view.
@@ -96,6 +113,9 @@ Connection::Connection(net::ip::tcp::socket socket, std::shared_ptr<ServerState>
       linger_timer_(stream_.get_executor()) {
   beast::error_code ec;
   local_ = stream_.socket().local_endpoint(ec).address();
+  // SSE writes are small and already coalesced; Nagle's algorithm would hold each one back
+  // until the client's delayed ACK (~40 ms per response).
+  stream_.socket().set_option(net::ip::tcp::no_delay(true), ec);
 }
 
 Connection::~Connection() {
@@ -475,8 +495,14 @@ std::shared_ptr<Exchange> Connection::new_exchange() {
   ++serial_;
   phase_ = Phase::waiting;
   gone_ = nullptr;
+  if (pushes_) {
+    std::lock_guard lock(pushes_->mu);
+    pushes_->closed = true;
+  }
+  pushes_ = std::make_shared<PushQueue>();
+  pushes_->limit = state_->http.limits.stream_queue_messages;
   start_watch();
-  return std::make_shared<ConnectionExchange>(shared_from_this(), serial_);
+  return std::make_shared<ConnectionExchange>(shared_from_this(), serial_, pushes_);
 }
 
 // ---- exchange operations -----------------------------------------------------------------------
@@ -512,7 +538,6 @@ void Connection::ex_open(std::uint64_t serial, Response head) {
   serializer_.emplace(*stream_head_);
   writing_ = true;
   ending_ = false;
-  queue_.clear();
   arm_write_timer(0);
   bhttp::async_write_header(stream_, *serializer_,
                             [self = shared_from_this()](beast::error_code ec, std::size_t) {
@@ -524,20 +549,20 @@ void Connection::ex_open(std::uint64_t serial, Response head) {
                             });
 }
 
-void Connection::ex_push(std::uint64_t serial, std::string bytes) {
-  if (serial != serial_ || phase_ != Phase::streaming || ending_) return;
-  if (queue_.size() >= state_->http.limits.stream_queue_messages) {
-    ++state_->slow_streams_closed;
-    state_->log->warn(
-        "{} the client reads its SSE stream too slowly ({} writes queued, "
-        "http.limits.stream_queue_messages); closing it, the events stay "
-        "available for Last-Event-ID",
-        label_, queue_.size());
-    close();
-    return;
-  }
-  queue_.push_back(std::move(bytes));
+void Connection::ex_kick(std::uint64_t serial) {
+  if (serial != serial_ || phase_ != Phase::streaming) return;
   pump();
+}
+
+void Connection::ex_overflow(std::uint64_t serial, std::size_t queued) {
+  if (serial != serial_ || phase_ != Phase::streaming) return;
+  ++state_->slow_streams_closed;
+  state_->log->warn(
+      "{} the client reads its SSE stream too slowly ({} events waiting for the socket, "
+      "http.limits.stream_queue_messages); closing it, the events stay available for "
+      "Last-Event-ID",
+      label_, queued);
+  close();
 }
 
 void Connection::ex_end(std::uint64_t serial) {
@@ -616,11 +641,16 @@ void Connection::next_request() {
 
 void Connection::pump() {
   if (phase_ != Phase::streaming || writing_) return;
-  if (!queue_.empty()) {
+  std::deque<std::string> items;
+  {
+    std::lock_guard lock(pushes_->mu);
+    items.swap(pushes_->items);
+    pushes_->kick_pending = false;
+  }
+  if (!items.empty()) {
     out_.clear();
-    for (auto& q : queue_)
-      out_ += q;
-    queue_.clear();
+    for (auto& item : items)
+      out_ += item;
     writing_ = true;
     arm_write_timer(out_.size());
     net::async_write(
@@ -665,10 +695,12 @@ void Connection::on_last_chunk(beast::error_code ec) {
 void Connection::arm_keepalive() {
   keepalive_timer_.expires_after(std::chrono::seconds(state_->http.limits.keepalive_interval_s));
   keepalive_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
-    if (ec || self->phase_ != Phase::streaming || self->writing_ || self->ending_ ||
-        !self->queue_.empty())
-      return;
-    self->queue_.emplace_back(sse_keepalive());
+    if (ec || self->phase_ != Phase::streaming || self->writing_ || self->ending_) return;
+    {
+      std::lock_guard lock(self->pushes_->mu);
+      if (!self->pushes_->items.empty()) return;
+      self->pushes_->items.emplace_back(sse_keepalive());
+    }
     self->pump();
   });
 }
@@ -744,7 +776,11 @@ void Connection::close() {
   beast::error_code ignored;
   stream_.socket().shutdown(net::ip::tcp::socket::shutdown_both, ignored);
   stream_.socket().close(ignored);
-  queue_.clear();
+  if (pushes_) {
+    std::lock_guard lock(pushes_->mu);
+    pushes_->closed = true;
+    pushes_->items.clear();
+  }
   state_->remove_connection(number_);
   if (auto gone = std::move(gone_)) {
     gone_ = nullptr;

@@ -15,6 +15,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -32,6 +33,18 @@
 
 namespace mcpmqtt::http {
 
+// SSE bytes a session pushed and the connection's writer has not taken yet: shared by the
+// exchange (the session's side) and the connection, so a burst of pushes costs one post and
+// the bound measures how far the socket is behind, not how the strands were scheduled.
+// Guarded by its mutex.
+struct PushQueue {
+  std::mutex mu;
+  std::deque<std::string> items;
+  bool kick_pending = false;  // a pump is posted to the connection
+  bool closed = false;        // no more pushes (overflow, stream done, connection closed)
+  std::size_t limit = 0;      // http.limits.stream_queue_messages
+};
+
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(boost::asio::ip::tcp::socket socket, std::shared_ptr<ServerState> state,
@@ -48,7 +61,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void ex_watch(std::uint64_t serial, std::function<void()> on_gone);
   void ex_reply(std::uint64_t serial, Response response);
   void ex_open(std::uint64_t serial, Response head);
-  void ex_push(std::uint64_t serial, std::string bytes);
+  void ex_kick(std::uint64_t serial);
+  void ex_overflow(std::uint64_t serial, std::size_t queued);
   void ex_end(std::uint64_t serial);
   void ex_abort(std::uint64_t serial);
   boost::asio::any_io_executor executor() { return stream_.get_executor(); }
@@ -110,7 +124,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::shared_ptr<Response> stream_head_;
   std::optional<boost::beast::http::response_serializer<boost::beast::http::string_body>>
       serializer_;
-  std::deque<std::string> queue_;
+  std::shared_ptr<PushQueue> pushes_;
   std::string out_;
   bool writing_ = false;
   bool ending_ = false;

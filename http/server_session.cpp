@@ -310,6 +310,9 @@ void Session::do_get(std::shared_ptr<Exchange> exchange, std::string last_event_
       return;
     }
     const StreamId stream = resumed->stream;
+    // The stream is still attached to a connection the client has evidently given up on (a
+    // half-open TCP connection looks alive until a write fails): the resume takes it over
+    // rather than being refused until that connection times out.
     if (resumed->replaced) {
       if (auto it = exchanges_.find(stream); it != exchanges_.end()) {
         it->second->abort();
