@@ -279,6 +279,7 @@ void read_http(ObjectReader& r, HttpConfig& h, std::vector<Problem>& problems) {
   r.string_list("allowed_origins", h.allowed_origins);
   r.string_list("allowed_hosts", h.allowed_hosts);
   r.string("bearer_tokens_file", h.bearer_tokens_file, false);
+  r.boolean("json_response", h.json_response);
   if (const Value* l = r.object("limits")) {
     ObjectReader lr(*l, r.path_of("limits"), problems);
     auto& L = h.limits;

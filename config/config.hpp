@@ -61,6 +61,9 @@ struct HttpConfig {
   std::vector<std::string> allowed_hosts;    // Host values accepted besides localhost ones
   std::string bearer_tokens_file;
   std::vector<std::string> bearer_tokens;  // resolved from the file; never logged
+  // Answer POSTed requests with one JSON body instead of an SSE stream (server-initiated
+  // messages then travel only on the GET stream).
+  bool json_response = false;
   HttpLimits limits;
 
   // Derived from listen by validation.

@@ -1,0 +1,791 @@
+#include "http/server_connection.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/chunk_encode.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+
+#include "http/server_session.hpp"
+#include "http/server_sse.hpp"
+
+namespace mcpmqtt::http {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using jsonrpc::Message;
+
+namespace {
+
+constexpr std::uint32_t kHeaderLimit = 32 * 1024;
+// Bodies of refused requests up to this size are read and dropped to keep the connection.
+constexpr std::uint64_t kDiscardLimit = 64 * 1024;
+// Bytes a client may send ahead (pipelining) while its current response is in progress.
+constexpr std::size_t kPipelineLimit = 64 * 1024;
+// How long a connection closed by the server keeps reading (and discarding) what the client
+// still sends, so the client reads the final response instead of a reset.
+constexpr auto kLingerTime = std::chrono::seconds(2);
+constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+
+// An Exchange of this connection: every call is posted onto the connection's strand.
+class ConnectionExchange : public Exchange {
+ public:
+  ConnectionExchange(std::shared_ptr<Connection> c, std::uint64_t serial,
+                     std::shared_ptr<PushQueue> pushes)
+      : c_(std::move(c)), serial_(serial), ex_(c_->executor()), pushes_(std::move(pushes)) {}
+
+  void watch(std::function<void()> on_gone) override {
+    net::post(ex_, [c = c_, s = serial_, f = std::move(on_gone)]() mutable {
+      c->ex_watch(s, std::move(f));
+    });
+  }
+  void reply(Response response) override {
+    net::post(ex_, [c = c_, s = serial_, r = std::move(response)]() mutable {
+      c->ex_reply(s, std::move(r));
+    });
+  }
+  void open_stream(Response head) override {
+    net::post(
+        ex_, [c = c_, s = serial_, r = std::move(head)]() mutable { c->ex_open(s, std::move(r)); });
+  }
+  void push(std::string bytes) override {
+    bool kick = false;
+    std::size_t overflow = 0;
+    {
+      std::lock_guard lock(pushes_->mu);
+      if (pushes_->closed) return;
+      if (pushes_->items.size() >= pushes_->limit) {
+        pushes_->closed = true;
+        overflow = pushes_->items.size();
+      } else {
+        pushes_->items.push_back(std::move(bytes));
+        kick = !pushes_->kick_pending;
+        pushes_->kick_pending = true;
+      }
+    }
+    if (overflow)
+      net::post(ex_, [c = c_, s = serial_, overflow] { c->ex_overflow(s, overflow); });
+    else if (kick)
+      net::post(ex_, [c = c_, s = serial_] { c->ex_kick(s); });
+  }
+  void end() override {
+    net::post(ex_, [c = c_, s = serial_] { c->ex_end(s); });
+  }
+  void abort() override {
+    net::post(ex_, [c = c_, s = serial_] { c->ex_abort(s); });
+  }
+
+ private:
+  std::shared_ptr<Connection> c_;
+  std::uint64_t serial_;
+  net::any_io_executor ex_;
+  std::shared_ptr<PushQueue> pushes_;
+};
+
+// Beast 1.74 uses boost::string_view.
+std::string_view sv(boost::beast::string_view s) {
+  return {s.data(), s.size()};
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+const char* kRoutesHint =
+    "the MCP endpoints are /mcp (the default server) and /servers/{server-name}/mcp; also "
+    "GET /servers, /healthz, /readyz and /metrics";
+
+}  // namespace
+
+Connection::Connection(net::ip::tcp::socket socket, std::shared_ptr<ServerState> state,
+                       std::uint64_t number)
+    : stream_(std::move(socket)),
+      state_(std::move(state)),
+      number_(number),
+      label_("[C" + std::to_string(number) + "]"),
+      write_timer_(stream_.get_executor()),
+      keepalive_timer_(stream_.get_executor()),
+      linger_timer_(stream_.get_executor()) {
+  beast::error_code ec;
+  local_ = stream_.socket().local_endpoint(ec).address();
+  // SSE writes are small and already coalesced; Nagle's algorithm would hold each one back
+  // until the client's delayed ACK (~40 ms per response).
+  stream_.socket().set_option(net::ip::tcp::no_delay(true), ec);
+}
+
+Connection::~Connection() {
+  state_->remove_connection(number_);
+}
+
+void Connection::start() {
+  net::post(stream_.get_executor(), [self = shared_from_this()] { self->do_read(); });
+}
+
+void Connection::stop() {
+  net::post(stream_.get_executor(), [self = shared_from_this()] { self->close(); });
+}
+
+// ---- reading requests --------------------------------------------------------------------------
+
+void Connection::do_read() {
+  if (phase_ == Phase::closed) return;
+  phase_ = Phase::reading;
+  parser_.emplace();
+  parser_->header_limit(kHeaderLimit);
+  parser_->body_limit(state_->http.limits.max_body_bytes);
+  // One deadline for the whole request, header and body.
+  stream_.expires_after(std::chrono::seconds(state_->http.limits.request_header_timeout_s));
+  bhttp::async_read_header(
+      stream_, buffer_, *parser_,
+      [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
+}
+
+void Connection::on_header(beast::error_code ec) {
+  if (ec) return on_read_error(ec);
+  auto& req = parser_->get();
+  keep_alive_ = req.keep_alive();
+  head_request_ = req.method() == bhttp::verb::head;
+  cors_origin_.clear();
+  if (auto o = req.find(bhttp::field::origin); o != req.end()) {
+    if (origin_listed(sv(o->value()), state_->http.allowed_origins))
+      cors_origin_ = std::string(o->value());
+  }
+  request_line_ = std::string(req.method_string()) + " " + std::string(req.target());
+  route_ = parse_route(sv(req.target()));
+  const auto expect = req.find(bhttp::field::expect);
+  const bool expects_continue = expect != req.end() && iequals(sv(expect->value()), "100-continue");
+  if (auto rejection = precheck(req)) {
+    if (parser_->is_done()) return write_response(std::move(*rejection), false);
+    // A small body is read and dropped so the connection can go on; a large one, or one the
+    // client waits to be invited to send, is not worth it: close after the answer.
+    const auto length = parser_->content_length();
+    if (!expects_continue && length && *length <= kDiscardLimit) {
+      auto res = std::make_shared<Response>(std::move(*rejection));
+      bhttp::async_read(stream_, buffer_, *parser_,
+                        [self = shared_from_this(), res](beast::error_code e, std::size_t) {
+                          if (e) return self->on_read_error(e);
+                          self->write_response(std::move(*res), false);
+                        });
+      return;
+    }
+    write_response(std::move(*rejection), true);
+    return;
+  }
+  if (parser_->is_done()) return on_request();
+  auto read_body = [self = shared_from_this()] {
+    bhttp::async_read(self->stream_, self->buffer_, *self->parser_,
+                      [self](beast::error_code e, std::size_t) { self->on_body(e); });
+  };
+  if (expects_continue) {
+    net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
+                     [self = shared_from_this(), read_body](beast::error_code e2, std::size_t) {
+                       if (e2) return self->close();
+                       read_body();
+                     });
+    return;
+  }
+  read_body();
+}
+
+void Connection::on_body(beast::error_code ec) {
+  if (ec) return on_read_error(ec);
+  on_request();
+}
+
+void Connection::on_read_error(beast::error_code ec) {
+  if (phase_ == Phase::closed || ec == net::error::operation_aborted) return;
+  if (ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message ||
+      ec == net::error::eof || ec == net::error::connection_reset ||
+      ec == net::error::broken_pipe) {
+    close();
+    return;
+  }
+  if (ec == beast::error::timeout) {
+    state_->log->debug("{} no complete request within {} s (http.limits.request_header_timeout_s)",
+                       label_, state_->http.limits.request_header_timeout_s);
+    close();
+    return;
+  }
+  keep_alive_ = false;
+  if (ec == bhttp::error::body_limit) {
+    state_->log->info("{} request body larger than {} bytes refused", label_,
+                      state_->http.limits.max_body_bytes);
+    write_response(error_response(413, jsonrpc::code::connection_closed,
+                                  "Payload Too Large: the request body exceeds " +
+                                      std::to_string(state_->http.limits.max_body_bytes) +
+                                      " bytes (http.limits.max_body_bytes)"),
+                   true);
+    return;
+  }
+  if (ec == bhttp::error::header_limit) {
+    write_response(error_response(431, jsonrpc::code::connection_closed,
+                                  "Request Header Fields Too Large: at most " +
+                                      std::to_string(kHeaderLimit) + " bytes of headers"),
+                   true);
+    return;
+  }
+  state_->log->debug("{} malformed HTTP request: {}", label_, ec.message());
+  write_response(error_response(400, jsonrpc::code::connection_closed,
+                                "Bad Request: malformed HTTP request (" + ec.message() + ")"),
+                 true);
+}
+
+std::optional<Response> Connection::precheck(const Request& req) {
+  using K = Route::Kind;
+  const auto method = req.method();
+  const bool get_like = method == bhttp::verb::get || method == bhttp::verb::head;
+
+  if (route_.kind == K::healthz) {
+    // Liveness only: no secret in it, so probes need neither a token nor a Host name.
+    if (!get_like) {
+      auto res = error_response(405, jsonrpc::code::connection_closed, "Method not allowed");
+      res.set(bhttp::field::allow, "GET, HEAD");
+      return res;
+    }
+    Response res{bhttp::status::ok, 11};
+    res.set(bhttp::field::content_type, "text/plain; charset=utf-8");
+    res.body() = "ok";
+    return res;
+  }
+  if (route_.kind == K::not_found) {
+    return error_response(404, jsonrpc::code::connection_closed,
+                          "Not Found: no endpoint at " +
+                              std::string(req.target().substr(0, req.target().find('?'))) + "; " +
+                              kRoutesHint);
+  }
+
+  // 002 §Security Warning: DNS rebinding protection.
+  const auto host = sv(req[bhttp::field::host]);
+  if (!host_allowed(host, local_, state_->http.allowed_hosts)) {
+    state_->log->info("{} refused Host \"{}\"", label_, std::string(host));
+    return error_response(403, jsonrpc::code::connection_closed,
+                          "Forbidden: Host header \"" + std::string(host) +
+                              "\" is not accepted (DNS rebinding protection); list it in "
+                              "http.allowed_hosts");
+  }
+  if (auto o = req.find(bhttp::field::origin);
+      o != req.end() && !origin_allowed(sv(o->value()), local_, state_->http.allowed_origins)) {
+    state_->log->info("{} refused Origin \"{}\"", label_, std::string(o->value()));
+    return error_response(403, jsonrpc::code::connection_closed,
+                          "Forbidden: Origin \"" + std::string(o->value()) +
+                              "\" is not accepted; list it in http.allowed_origins");
+  }
+
+  if (method == bhttp::verb::options) {
+    // CORS preflight: browsers send it without credentials.
+    Response res{bhttp::status::no_content, 11};
+    const bool mcp = route_.kind == K::mcp || route_.kind == K::bad_server_name;
+    res.set(bhttp::field::allow, mcp ? "GET, POST, DELETE, OPTIONS" : "GET, HEAD, OPTIONS");
+    if (!cors_origin_.empty()) {
+      res.set(bhttp::field::access_control_allow_methods,
+              mcp ? "GET, POST, DELETE, OPTIONS" : "GET, HEAD, OPTIONS");
+      res.set(bhttp::field::access_control_allow_headers,
+              "Content-Type, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID, "
+              "Authorization");
+      res.set(bhttp::field::access_control_max_age, "600");
+    }
+    return res;
+  }
+
+  if (state_->tokens.enabled()) {
+    const auto result = state_->tokens.check(sv(req[bhttp::field::authorization]));
+    if (result != BearerTokens::Result::ok) {
+      auto res = error_response(
+          401, jsonrpc::code::connection_closed,
+          result == BearerTokens::Result::missing
+              ? "Unauthorized: send \"Authorization: Bearer <token>\" with a token from "
+                "http.bearer_tokens_file"
+              : "Unauthorized: the bearer token is not one of http.bearer_tokens_file");
+      res.set(bhttp::field::www_authenticate,
+              result == BearerTokens::Result::missing
+                  ? "Bearer realm=\"mcp-mqtt-bridge\""
+                  : "Bearer realm=\"mcp-mqtt-bridge\", error=\"invalid_token\"");
+      return res;
+    }
+  }
+
+  if (route_.kind == K::bad_server_name)
+    return error_response(400, jsonrpc::code::connection_closed,
+                          "Bad Request: " + route_.problem +
+                              " (write it as /servers/{server-name}/mcp, slashes as path "
+                              "segments or as %2F)");
+
+  if (route_.kind != K::mcp) {
+    if (!get_like) {
+      auto res = error_response(405, jsonrpc::code::connection_closed, "Method not allowed");
+      res.set(bhttp::field::allow, "GET, HEAD");
+      return res;
+    }
+    return std::nullopt;
+  }
+
+  // The MCP endpoint.
+  if (method != bhttp::verb::post && method != bhttp::verb::get && method != bhttp::verb::delete_) {
+    auto res = error_response(405, jsonrpc::code::connection_closed, "Method not allowed");
+    res.set(bhttp::field::allow, "GET, POST, DELETE");
+    return res;
+  }
+  if (route_.server_name.empty() && state_->default_server.empty()) {
+    return error_response(
+        404, jsonrpc::code::connection_closed,
+        "Not Found: no default server is configured (ingress.default_server), so /mcp has "
+        "nothing behind it; use /servers/{server-name}/mcp, for example "
+        "/servers/demo%2Feverything/mcp or /servers/demo/everything/mcp");
+  }
+  if (req.version() != 11) {
+    return error_response(505, jsonrpc::code::connection_closed,
+                          "HTTP Version Not Supported: the MCP endpoint needs HTTP/1.1");
+  }
+  if (method == bhttp::verb::post) {
+    const auto accept = sv(req[bhttp::field::accept]);
+    if (!accept_lists(accept, "application/json") || !accept_lists(accept, "text/event-stream"))
+      return error_response(406, jsonrpc::code::connection_closed,
+                            "Not Acceptable: Client must accept both application/json and "
+                            "text/event-stream");
+    if (!is_json_content_type(sv(req[bhttp::field::content_type])))
+      return error_response(415, jsonrpc::code::connection_closed,
+                            "Unsupported Media Type: Content-Type must be application/json");
+  } else if (method == bhttp::verb::get) {
+    if (!accept_lists(sv(req[bhttp::field::accept]), "text/event-stream"))
+      return error_response(406, jsonrpc::code::connection_closed,
+                            "Not Acceptable: Client must accept text/event-stream");
+  }
+  return std::nullopt;
+}
+
+void Connection::on_request() {
+  stream_.expires_never();
+  auto& req = parser_->get();
+  switch (route_.kind) {
+    case Route::Kind::servers: {
+      Response res{bhttp::status::ok, 11};
+      res.set(bhttp::field::content_type, "application/json");
+      res.body() = state_->backend.servers_json();
+      return write_response(std::move(res), false);
+    }
+    case Route::Kind::readyz: {
+      const bool ready = state_->backend.ready();
+      Response res{ready ? bhttp::status::ok : bhttp::status::service_unavailable, 11};
+      res.set(bhttp::field::content_type, "text/plain; charset=utf-8");
+      res.body() = ready ? "ready" : "not ready";
+      return write_response(std::move(res), false);
+    }
+    case Route::Kind::metrics: {
+      Response res{bhttp::status::ok, 11};
+      res.set(bhttp::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+      res.body() = state_->backend.metrics_text() + state_->metrics_text();
+      return write_response(std::move(res), false);
+    }
+    case Route::Kind::mcp:
+      return handle_mcp(req);
+    default:
+      return write_response(error_response(404, jsonrpc::code::connection_closed, kRoutesHint),
+                            false);
+  }
+}
+
+void Connection::handle_mcp(Request& req) {
+  const std::string server =
+      route_.server_name.empty() ? state_->default_server : route_.server_name;
+  const std::string session_id(req["Mcp-Session-Id"]);
+  const std::string version(req["MCP-Protocol-Version"]);
+
+  std::shared_ptr<Session> session;
+  auto check_session = [&]() -> bool {
+    if (session_id.empty()) {
+      write_response(error_response(400, jsonrpc::code::connection_closed,
+                                    "Bad Request: Mcp-Session-Id header is required (send "
+                                    "initialize first to get one)"),
+                     false);
+      return false;
+    }
+    session = state_->sessions.find(session_id);
+    if (!session || session->server_name() != server) {
+      write_response(error_response(404, jsonrpc::code::request_timeout,
+                                    "Session not found: send initialize without "
+                                    "Mcp-Session-Id to start a new session"),
+                     false);
+      return false;
+    }
+    if (!version.empty() && !is_supported_protocol_version(version)) {
+      write_response(
+          error_response(400, jsonrpc::code::connection_closed,
+                         "Bad Request: Unsupported protocol version: " + version +
+                             " (supported versions: " + supported_protocol_versions_text() + ")"),
+          false);
+      return false;
+    }
+    return true;
+  };
+
+  if (req.method() == bhttp::verb::get) {
+    if (!check_session()) return;
+    session->handle_get(new_exchange(), std::string(req["Last-Event-ID"]), version);
+    return;
+  }
+  if (req.method() == bhttp::verb::delete_) {
+    if (!check_session()) return;
+    session->handle_delete(new_exchange());
+    return;
+  }
+
+  auto body = jsonrpc::parse_body(std::move(req.body()), state_->limits);
+  if (!body) {
+    const auto& f = body.error();
+    return write_response(
+        error_response(
+            400, f.error.code,
+            (f.error.code == jsonrpc::code::parse_error ? "Parse error: " : "Invalid Request: ") +
+                f.error.message),
+        false);
+  }
+  const Message* initialize = nullptr;
+  for (const auto& m : body->messages)
+    if (m.is_request() && m.method() == "initialize") initialize = &m;
+  if (initialize) {
+    if (body->batch || body->messages.size() > 1)
+      return write_response(
+          error_response(400, jsonrpc::code::invalid_request,
+                         "Invalid Request: initialize must be sent alone, not in a batch"),
+          false);
+    if (!session_id.empty() && state_->sessions.find(session_id))
+      return write_response(
+          error_response(400, jsonrpc::code::invalid_request,
+                         "Invalid Request: Server already initialized: this session is "
+                         "established; send initialize without Mcp-Session-Id for a new one"),
+          false);
+    if (state_->stopping)
+      return write_response(error_response(503, jsonrpc::code::connection_closed,
+                                           "Service Unavailable: the bridge is stopping"),
+                            false);
+    auto id = new_session_id();
+    if (id.empty())
+      return write_response(
+          error_response(503, jsonrpc::code::connection_closed,
+                         "Service Unavailable: no random source for a session id"),
+          false);
+    auto fresh = std::make_shared<Session>(state_, id, server);
+    if (!state_->sessions.insert(id, fresh, state_->http.limits.max_sessions)) {
+      state_->log->warn(
+          "{} initialize refused: {} MCP sessions are open "
+          "(http.limits.max_sessions)",
+          label_, state_->http.limits.max_sessions);
+      return write_response(
+          error_response(503, jsonrpc::code::connection_closed,
+                         "Service Unavailable: the bridge holds its maximum of " +
+                             std::to_string(state_->http.limits.max_sessions) +
+                             " MCP sessions (http.limits.max_sessions); try again later"),
+          false);
+    }
+    ++state_->sessions_created;
+    state_->log->debug("{} initialize for {} → session {}", label_, server, short_id(id));
+    fresh->begin(new_exchange(), *initialize);
+    return;
+  }
+  if (!check_session()) return;
+  session->handle_post(new_exchange(), std::move(*body), version);
+}
+
+std::shared_ptr<Exchange> Connection::new_exchange() {
+  ++serial_;
+  phase_ = Phase::waiting;
+  gone_ = nullptr;
+  if (pushes_) {
+    std::lock_guard lock(pushes_->mu);
+    pushes_->closed = true;
+  }
+  pushes_ = std::make_shared<PushQueue>();
+  pushes_->limit = state_->http.limits.stream_queue_messages;
+  start_watch();
+  return std::make_shared<ConnectionExchange>(shared_from_this(), serial_, pushes_);
+}
+
+// ---- exchange operations -----------------------------------------------------------------------
+
+void Connection::ex_watch(std::uint64_t serial, std::function<void()> on_gone) {
+  if (phase_ == Phase::closed) {
+    on_gone();
+    return;
+  }
+  if (serial == serial_ && (phase_ == Phase::waiting || phase_ == Phase::streaming))
+    gone_ = std::move(on_gone);
+}
+
+void Connection::ex_reply(std::uint64_t serial, Response response) {
+  if (serial != serial_ || phase_ != Phase::waiting) {
+    if (phase_ == Phase::closed && !response.body().empty())
+      state_->log->warn(
+          "{} a {} response could not be written: the client closed the "
+          "connection",
+          label_, response.result_int());
+    return;
+  }
+  gone_ = nullptr;
+  write_response(std::move(response), false);
+}
+
+void Connection::ex_open(std::uint64_t serial, Response head) {
+  if (serial != serial_ || phase_ != Phase::waiting) return;
+  phase_ = Phase::streaming;
+  finish_response(head, true);
+  head.chunked(true);
+  stream_head_ = std::make_shared<Response>(std::move(head));
+  serializer_.emplace(*stream_head_);
+  writing_ = true;
+  ending_ = false;
+  arm_write_timer(0);
+  bhttp::async_write_header(stream_, *serializer_,
+                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                              self->write_timer_.cancel();
+                              self->writing_ = false;
+                              if (ec) return self->close();
+                              self->arm_keepalive();
+                              self->pump();
+                            });
+}
+
+void Connection::ex_kick(std::uint64_t serial) {
+  if (serial != serial_ || phase_ != Phase::streaming) return;
+  pump();
+}
+
+void Connection::ex_overflow(std::uint64_t serial, std::size_t queued) {
+  if (serial != serial_ || phase_ != Phase::streaming) return;
+  ++state_->slow_streams_closed;
+  state_->log->warn(
+      "{} the client reads its SSE stream too slowly ({} events waiting for the socket, "
+      "http.limits.stream_queue_messages); closing it, the events stay available for "
+      "Last-Event-ID",
+      label_, queued);
+  close();
+}
+
+void Connection::ex_end(std::uint64_t serial) {
+  if (serial != serial_ || phase_ != Phase::streaming) return;
+  ending_ = true;
+  pump();
+}
+
+void Connection::ex_abort(std::uint64_t serial) {
+  if (serial != serial_ || phase_ == Phase::closed) return;
+  gone_ = nullptr;
+  close();
+}
+
+// ---- writing -----------------------------------------------------------------------------------
+
+Response Connection::error_response(unsigned status, int code, const std::string& message) const {
+  Response res{static_cast<bhttp::status>(status), 11};
+  res.set(bhttp::field::content_type, "application/json");
+  res.body() = error_body(code, message);
+  return res;
+}
+
+void Connection::finish_response(Response& res, bool streaming) {
+  res.version(11);
+  res.keep_alive(keep_alive_);
+  if (!cors_origin_.empty()) {
+    res.set(bhttp::field::access_control_allow_origin, cors_origin_);
+    res.set(bhttp::field::access_control_expose_headers, "Mcp-Session-Id");
+    res.set(bhttp::field::vary, "Origin");
+  }
+  state_->count_status(res.result_int());
+  state_->log->debug("{} {} → {}", label_, request_line_, res.result_int());
+  if (streaming) return;
+  if (head_request_) {
+    const auto n = res.body().size();
+    res.body().clear();
+    res.content_length(n);
+  } else {
+    res.prepare_payload();
+  }
+}
+
+void Connection::write_response(Response res, bool close_after) {
+  if (phase_ == Phase::closed) return;
+  if (close_after) keep_alive_ = false;
+  finish_response(res, false);
+  response_ = std::make_shared<Response>(std::move(res));
+  phase_ = Phase::writing;
+  arm_write_timer(response_->body().size());
+  bhttp::async_write(
+      stream_, *response_,
+      [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_write(ec); });
+}
+
+void Connection::on_write(beast::error_code ec) {
+  write_timer_.cancel();
+  response_.reset();
+  if (ec) return close();
+  next_request();
+}
+
+void Connection::next_request() {
+  if (phase_ == Phase::closed) return;
+  if (!keep_alive_ || state_->stopping) return linger_close();
+  phase_ = Phase::reading;
+  if (watching_) {
+    // The read kept open during the response may hold the start of the next request.
+    read_after_watch_ = true;
+    beast::error_code ignored;
+    stream_.socket().cancel(ignored);
+    return;
+  }
+  do_read();
+}
+
+void Connection::pump() {
+  if (phase_ != Phase::streaming || writing_) return;
+  std::deque<std::string> items;
+  {
+    std::lock_guard lock(pushes_->mu);
+    items.swap(pushes_->items);
+    pushes_->kick_pending = false;
+  }
+  if (!items.empty()) {
+    out_.clear();
+    for (auto& item : items)
+      out_ += item;
+    writing_ = true;
+    arm_write_timer(out_.size());
+    net::async_write(
+        stream_, bhttp::make_chunk(net::buffer(out_)),
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_chunk(ec); });
+    return;
+  }
+  if (ending_) {
+    writing_ = true;
+    arm_write_timer(0);
+    net::async_write(stream_, bhttp::make_chunk_last(),
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                       self->on_last_chunk(ec);
+                     });
+  }
+}
+
+void Connection::on_chunk(beast::error_code ec) {
+  writing_ = false;
+  write_timer_.cancel();
+  if (ec) {
+    state_->log->debug("{} SSE write failed: {}", label_, ec.message());
+    return close();
+  }
+  arm_keepalive();
+  pump();
+}
+
+void Connection::on_last_chunk(beast::error_code ec) {
+  writing_ = false;
+  write_timer_.cancel();
+  keepalive_timer_.cancel();
+  if (ec) return close();
+  gone_ = nullptr;
+  ending_ = false;
+  serializer_.reset();
+  stream_head_.reset();
+  out_.clear();
+  next_request();
+}
+
+void Connection::arm_keepalive() {
+  keepalive_timer_.expires_after(std::chrono::seconds(state_->http.limits.keepalive_interval_s));
+  keepalive_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+    if (ec || self->phase_ != Phase::streaming || self->writing_ || self->ending_) return;
+    {
+      std::lock_guard lock(self->pushes_->mu);
+      if (!self->pushes_->items.empty()) return;
+      self->pushes_->items.emplace_back(sse_keepalive());
+    }
+    self->pump();
+  });
+}
+
+void Connection::arm_write_timer(std::size_t bytes) {
+  // A write that cannot finish in this time has a client that does not read.
+  const auto limit = std::chrono::seconds(state_->http.limits.request_header_timeout_s) +
+                     std::chrono::seconds(bytes / 65536);
+  write_timer_.expires_after(limit);
+  write_timer_.async_wait([self = shared_from_this(), limit](beast::error_code ec) {
+    if (ec || self->phase_ == Phase::closed) return;
+    self->state_->log->info("{} a write made no progress for {} s; closing the connection",
+                            self->label_,
+                            std::chrono::duration_cast<std::chrono::seconds>(limit).count());
+    self->close();
+  });
+}
+
+// ---- the read kept open while a session answers ------------------------------------------------
+
+void Connection::start_watch() {
+  if (watching_ || phase_ == Phase::closed) return;
+  if (!lingering_ && buffer_.size() >= kPipelineLimit) return;
+  watching_ = true;
+  stream_.async_read_some(
+      buffer_.prepare(4096),
+      [self = shared_from_this()](beast::error_code ec, std::size_t n) { self->on_watch(ec, n); });
+}
+
+void Connection::on_watch(beast::error_code ec, std::size_t n) {
+  watching_ = false;
+  buffer_.commit(n);
+  if (phase_ == Phase::closed) return;
+  if (lingering_) {
+    buffer_.consume(buffer_.size());
+    if (ec) return close();
+    return start_watch();
+  }
+  if (read_after_watch_) {
+    read_after_watch_ = false;
+    if (ec && ec != net::error::operation_aborted) return close();
+    return do_read();
+  }
+  if (ec == net::error::operation_aborted) return;
+  if (ec) {
+    // 002: a disconnect is not a cancellation; the session keeps the request.
+    state_->log->debug("{} the client closed the connection ({})", label_, ec.message());
+    return close();
+  }
+  start_watch();
+}
+
+// ---- closing -----------------------------------------------------------------------------------
+
+void Connection::linger_close() {
+  if (phase_ == Phase::closed || lingering_) return;
+  lingering_ = true;
+  beast::error_code ignored;
+  stream_.socket().shutdown(net::ip::tcp::socket::shutdown_send, ignored);
+  linger_timer_.expires_after(kLingerTime);
+  linger_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+    if (!ec) self->close();
+  });
+  start_watch();
+}
+
+void Connection::close() {
+  if (phase_ == Phase::closed) return;
+  phase_ = Phase::closed;
+  write_timer_.cancel();
+  keepalive_timer_.cancel();
+  linger_timer_.cancel();
+  beast::error_code ignored;
+  stream_.socket().shutdown(net::ip::tcp::socket::shutdown_both, ignored);
+  stream_.socket().close(ignored);
+  if (pushes_) {
+    std::lock_guard lock(pushes_->mu);
+    pushes_->closed = true;
+    pushes_->items.clear();
+  }
+  state_->remove_connection(number_);
+  if (auto gone = std::move(gone_)) {
+    gone_ = nullptr;
+    gone();
+  }
+}
+
+}  // namespace mcpmqtt::http

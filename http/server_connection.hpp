@@ -1,0 +1,142 @@
+// One TCP connection of the HTTP server: reads requests (HTTP/1.1, keep-alive) under a deadline
+// and a size limit, applies the checks every route shares (Host, Origin, bearer token, method,
+// media types), answers the discovery and health routes itself, and hands MCP requests to
+// their Session through an Exchange, whose response or SSE stream it then writes.
+//
+// While a session prepares a response or streams one, a read stays open on the socket so a
+// client that goes away is noticed at once (the session detaches the stream); bytes a client
+// pipelines meanwhile are kept, up to a bound, for the next request.
+//
+// One strand (the socket's executor); Exchange calls from sessions are posted onto it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/serializer.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include "http/server_exchange.hpp"
+#include "http/server_rules.hpp"
+#include "http/server_state.hpp"
+
+namespace mcpmqtt::http {
+
+// SSE bytes a session pushed and the connection's writer has not taken yet: shared by the
+// exchange (the session's side) and the connection, so a burst of pushes costs one post and
+// the bound measures how far the socket is behind, not how the strands were scheduled.
+// Guarded by its mutex.
+struct PushQueue {
+  std::mutex mu;
+  std::deque<std::string> items;
+  bool kick_pending = false;  // a pump is posted to the connection
+  bool closed = false;        // no more pushes (overflow, stream done, connection closed)
+  std::size_t limit = 0;      // http.limits.stream_queue_messages
+};
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(boost::asio::ip::tcp::socket socket, std::shared_ptr<ServerState> state,
+             std::uint64_t number);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  void start();
+  // Closes the connection (any thread).
+  void stop();
+
+  // Exchange operations for the request numbered `serial`; on the strand.
+  void ex_watch(std::uint64_t serial, std::function<void()> on_gone);
+  void ex_reply(std::uint64_t serial, Response response);
+  void ex_open(std::uint64_t serial, Response head);
+  void ex_kick(std::uint64_t serial);
+  void ex_overflow(std::uint64_t serial, std::size_t queued);
+  void ex_end(std::uint64_t serial);
+  void ex_abort(std::uint64_t serial);
+  boost::asio::any_io_executor executor() { return stream_.get_executor(); }
+
+ private:
+  enum class Phase { reading, waiting, writing, streaming, closed };
+  using Request = boost::beast::http::request<boost::beast::http::string_body>;
+
+  void do_read();
+  void on_header(boost::beast::error_code ec);
+  void on_body(boost::beast::error_code ec);
+  void on_read_error(boost::beast::error_code ec);
+  std::optional<Response> precheck(const Request& req);
+  void on_request();
+  void handle_mcp(Request& req);
+  std::shared_ptr<Exchange> new_exchange();
+
+  void write_response(Response res, bool close_after);
+  void on_write(boost::beast::error_code ec);
+  void finish_response(Response& res, bool streaming);
+  void next_request();
+
+  void pump();
+  void on_chunk(boost::beast::error_code ec);
+  void on_last_chunk(boost::beast::error_code ec);
+  void arm_keepalive();
+  void arm_write_timer(std::size_t bytes);
+
+  void start_watch();
+  void on_watch(boost::beast::error_code ec, std::size_t n);
+  void linger_close();
+  void close();
+
+  Response error_response(unsigned status, int code, const std::string& message) const;
+
+  boost::beast::tcp_stream stream_;
+  std::shared_ptr<ServerState> state_;
+  const std::uint64_t number_;
+  const std::string label_;
+  boost::asio::ip::address local_;
+  boost::beast::flat_buffer buffer_;
+  std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
+
+  Phase phase_ = Phase::reading;
+  // Per request.
+  Route route_;
+  bool keep_alive_ = true;
+  bool head_request_ = false;
+  std::string cors_origin_;  // the request's Origin when it is listed in http.allowed_origins
+  std::string request_line_;
+
+  // The request handed to a session, and what its exchange needs.
+  std::uint64_t serial_ = 0;
+  std::function<void()> gone_;
+
+  // Whole responses.
+  std::shared_ptr<Response> response_;
+  // Streams.
+  std::shared_ptr<Response> stream_head_;
+  std::optional<boost::beast::http::response_serializer<boost::beast::http::string_body>>
+      serializer_;
+  std::shared_ptr<PushQueue> pushes_;
+  std::string out_;
+  bool writing_ = false;
+  bool ending_ = false;
+
+  boost::asio::steady_timer write_timer_;
+  boost::asio::steady_timer keepalive_timer_;
+  boost::asio::steady_timer linger_timer_;
+
+  // The read kept open while a session answers.
+  bool watching_ = false;
+  bool read_after_watch_ = false;
+  bool lingering_ = false;
+};
+
+}  // namespace mcpmqtt::http

@@ -1,0 +1,41 @@
+#include "http/server_sse.hpp"
+
+namespace mcpmqtt::http {
+
+std::string sse_event(std::string_view id, std::string_view data) {
+  std::string out;
+  out.reserve(data.size() + id.size() + 32);
+  out += "event: message\n";
+  if (!id.empty()) {
+    out += "id: ";
+    out += id;
+    out += '\n';
+  }
+  std::size_t start = 0;
+  while (true) {
+    auto end = data.find_first_of("\r\n", start);
+    out += "data: ";
+    out += data.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+    out += '\n';
+    if (end == std::string_view::npos) break;
+    if (data[end] == '\r' && end + 1 < data.size() && data[end + 1] == '\n') ++end;
+    start = end + 1;
+  }
+  out += '\n';
+  return out;
+}
+
+std::string sse_priming(std::string_view id, int retry_ms) {
+  std::string out = "id: ";
+  out += id;
+  out += "\nretry: ";
+  out += std::to_string(retry_ms);
+  out += "\ndata: \n\n";
+  return out;
+}
+
+std::string_view sse_keepalive() {
+  return ": keepalive\n\n";
+}
+
+}  // namespace mcpmqtt::http

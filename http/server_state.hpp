@@ -1,0 +1,86 @@
+// State shared by the HTTP listener, its connections and its MCP sessions: configuration, the
+// backend, the session registry, the open connections and the counters behind /metrics.
+//
+// Thread-safe: members are immutable after construction, atomic, or guarded by their mutex.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <spdlog/logger.h>
+
+#include "bridge/jsonrpc.hpp"
+#include "config/config.hpp"
+#include "http/server_backend.hpp"
+#include "http/server_rules.hpp"
+
+namespace mcpmqtt::http {
+
+class Session;
+class Connection;
+
+// MCP sessions by id. A session is counted (for max_sessions) from its initialize POST, and
+// visible to requests only once initialize succeeded.
+class SessionRegistry {
+ public:
+  // False when `max` sessions are held already.
+  bool insert(const std::string& id, std::shared_ptr<Session> session, std::size_t max);
+  void publish(const std::string& id);
+  std::shared_ptr<Session> find(const std::string& id) const;  // visible sessions only
+  void erase(const std::string& id);
+  std::size_t size() const;
+  std::vector<std::shared_ptr<Session>> all() const;
+
+ private:
+  struct Entry {
+    std::shared_ptr<Session> session;
+    bool visible = false;
+  };
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, Entry> map_;
+};
+
+struct ServerState {
+  ServerState(boost::asio::io_context& ioc, config::HttpConfig http, std::string default_server,
+              Backend& backend);
+
+  boost::asio::io_context& ioc;
+  const config::HttpConfig http;
+  const std::string default_server;
+  Backend& backend;
+  const BearerTokens tokens;
+  const jsonrpc::Limits limits;
+  const std::shared_ptr<spdlog::logger> log;
+  SessionRegistry sessions;
+  std::atomic<bool> stopping{false};
+
+  // Open connections, for stop().
+  void add_connection(std::uint64_t id, std::weak_ptr<Connection> c);
+  void remove_connection(std::uint64_t id);
+  std::vector<std::shared_ptr<Connection>> connections() const;
+  std::size_t connection_count() const;
+  std::atomic<std::uint64_t> next_connection{1};
+
+  // Counters for /metrics.
+  void count_status(unsigned status);
+  std::atomic<std::uint64_t> connections_total{0};
+  std::atomic<std::uint64_t> connections_refused{0};
+  std::atomic<std::uint64_t> sessions_created{0};
+  std::atomic<std::uint64_t> slow_streams_closed{0};
+  std::atomic<std::uint64_t> messages_dropped{0};
+  std::string metrics_text() const;
+
+ private:
+  mutable std::mutex conn_mu_;
+  std::unordered_map<std::uint64_t, std::weak_ptr<Connection>> connections_;
+  std::array<std::atomic<std::uint64_t>, 600> status_counts_{};
+};
+
+}  // namespace mcpmqtt::http
