@@ -4,22 +4,52 @@
 #
 #   scripts/install-deps.sh            build and run dependencies
 #   scripts/install-deps.sh --test     also what the tests need (Node.js peers, linters)
+#   scripts/install-deps.sh --runtime  only what the built daemon needs to run, and Node.js for
+#                                      npx-launched MCP servers (the container's runtime stage)
+#   add --print to any of these to list the packages instead of installing them
 set -euo pipefail
 
-want_test=0
-[[ "${1:-}" == "--test" ]] && want_test=1
+mode="build"
+print=0
+for arg in "$@"; do
+  case "$arg" in
+    --test) mode="test" ;;
+    --runtime) mode="runtime" ;;
+    --print) print=1 ;;
+    *) echo "usage: $0 [--test|--runtime] [--print]" >&2; exit 2 ;;
+  esac
+done
 
-packages=(
-  build-essential cmake ninja-build pkg-config
-  libboost-dev libboost-system-dev libpaho-mqttpp-dev libpaho-mqtt-dev rapidjson-dev
-  libspdlog-dev libssl-dev libsystemd-dev catch2
-  mosquitto mosquitto-clients ca-certificates
-)
-if (( want_test )); then
-  # openssl: test certificates; systemd: systemd-analyze verify; clang-format: style check;
-  # nodejs/npm: fetch the pinned MCP peers (SDK, conformance suite, Node 22) from npm.
-  packages+=(openssl systemd clang-format)
-  command -v npm >/dev/null || packages+=(nodejs npm)
+if [[ $mode == runtime ]]; then
+  # The shared libraries the daemon links against (a test compares this list with what `ldd`
+  # finds in the built binary, so it cannot fall behind), CA certificates for mqtts:// and
+  # https:// upstreams, bash for the container's health check, and Node.js with npm for
+  # servers started with `npx`.
+  packages=(
+    libc6 libgcc-s1 libstdc++6
+    libpaho-mqtt1.3 libpaho-mqttpp3-1 libssl3 libspdlog1.10 libfmt9 libboost-system1.74.0
+    ca-certificates bash
+    nodejs npm
+  )
+else
+  packages=(
+    build-essential cmake ninja-build pkg-config
+    libboost-dev libboost-system-dev libpaho-mqttpp-dev libpaho-mqtt-dev rapidjson-dev
+    libspdlog-dev libssl-dev libsystemd-dev catch2
+    mosquitto mosquitto-clients ca-certificates
+  )
+  if [[ $mode == test ]]; then
+    # openssl: test certificates; systemd: systemd-analyze verify; clang-format: style check;
+    # nodejs/npm: fetch the pinned MCP peers (SDK, conformance suite, Node 22) from npm;
+    # python3: scripts/lint-deploy.py, the Dockerfile and compose checks.
+    packages+=(openssl systemd clang-format python3)
+    command -v npm >/dev/null || packages+=(nodejs npm)
+  fi
+fi
+
+if (( print )); then
+  printf '%s\n' "${packages[@]}"
+  exit 0
 fi
 
 missing=()
