@@ -318,7 +318,7 @@ TEST_CASE("router: event id syntax", "[router]") {
   }
 }
 
-TEST_CASE("router: a detached stream keeps its events; a resume replays only what followed",
+TEST_CASE("router: a detached stream keeps its events, and a resume replays only what followed",
           "[router]") {
   StreamRouter r({});
   const auto s = open(r, {request(1, "9")});
@@ -474,7 +474,8 @@ TEST_CASE("router: a cancelled request needs no response", "[router]") {
   CHECK(done.json_body[1].kind() == mcpmqtt::jsonrpc::Kind::result);
 }
 
-TEST_CASE("router: request ids in use are refused; answered ids may be used again", "[router]") {
+TEST_CASE("router: request ids in use are refused, and answered ids may be used again",
+          "[router]") {
   StreamRouter r({});
   open(r, {request(1)});
   auto again = r.open_post({request(1)}, sse());

@@ -282,7 +282,7 @@ TEST_CASE("http: bearer tokens guard every route but /healthz", "[http][integrat
   CHECK(later.status == 401);
 }
 
-TEST_CASE("http: max_sessions → 503; a DELETE makes room again", "[http][integration]") {
+TEST_CASE("http: max_sessions → 503, and a DELETE makes room again", "[http][integration]") {
   TestServer ts(config_with([](auto& c) { c.limits.max_sessions = 2; }));
   const auto a = open_session(ts);
   const auto b = open_session(ts);

@@ -246,7 +246,7 @@ TEST_CASE(
 
 TEST_CASE(
     "http: server messages with no stream open wait, then arrive on the GET stream in "
-    "order; one GET stream per session",
+    "order, and one GET stream per session",
     "[http][integration]") {
   TestServer ts;
   const auto sid = open_session(ts);
@@ -426,7 +426,7 @@ TEST_CASE("http: idle SSE streams get keep-alive comments", "[http][integration]
   CHECK(res->message()->id() == Id::integer(2));
 }
 
-TEST_CASE("http: DELETE ends the session; its id then gets 404", "[http][integration]") {
+TEST_CASE("http: DELETE ends the session, and its id then gets 404", "[http][integration]") {
   TestServer ts;
   const auto sid = open_session(ts);
   RawClient c(ts.endpoint);

@@ -140,7 +140,7 @@ TEST_CASE("Origin: absent, listed, or localhost over loopback", "[http][rules]")
   CHECK_FALSE(origin_listed("http://localhost", listed));
 }
 
-TEST_CASE("Accept lists a type explicitly; Content-Type is JSON", "[http][rules]") {
+TEST_CASE("Accept lists a type explicitly, and Content-Type is JSON", "[http][rules]") {
   CHECK(accept_lists("application/json, text/event-stream", "application/json"));
   CHECK(accept_lists("application/json, text/event-stream", "text/event-stream"));
   CHECK(accept_lists("text/event-stream;q=0.9,application/json", "text/event-stream"));

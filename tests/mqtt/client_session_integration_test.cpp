@@ -211,9 +211,10 @@ TEST_CASE("004 §Client Disconnect: the will announces a client session whose pr
   CHECK(will->property("MCP-MQTT-CLIENT-ID") == cid);
 }
 
-TEST_CASE("messages sent before the subscriptions are ready are queued, and nothing follows "
-          "initialize on the RPC topic before its response",
-          "[mqtt][client]") {
+TEST_CASE(
+    "messages sent before the subscriptions are ready are queued, and nothing follows "
+    "initialize on the RPC topic before its response",
+    "[mqtt][client]") {
   Mosquitto broker;
   IoThreads io;
   FakeServer server(broker.url(), random_id("fake-srv"));
@@ -230,7 +231,8 @@ TEST_CASE("messages sent before the subscriptions are ready are queued, and noth
     session->start(events.receiver());
     // Sent at once, while the connection is still being made.
     session->send(*jsonrpc::Message::parse(kInit));
-    session->send(*jsonrpc::Message::parse(R"({"jsonrpc":"2.0","method":"notifications/initialized"})"));
+    session->send(
+        *jsonrpc::Message::parse(R"({"jsonrpc":"2.0","method":"notifications/initialized"})"));
     session->send(*jsonrpc::Message::parse(R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})"));
   });
   auto a = server.mqtt.next();
@@ -239,8 +241,9 @@ TEST_CASE("messages sent before the subscriptions are ready are queued, and noth
   // 004 §Initialization: the server subscribes the RPC topic when initialize reaches it, so the
   // rest waits for the initialize response.
   CHECK_FALSE(server.mqtt.next(500ms));
-  server.mqtt.publish(server.rpc(o.client_id),
-                      R"({"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-03-26","capabilities":{},"serverInfo":{"name":"f","version":"1"}}})");
+  server.mqtt.publish(
+      server.rpc(o.client_id),
+      R"({"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-03-26","capabilities":{},"serverInfo":{"name":"f","version":"1"}}})");
   auto b = server.mqtt.next();
   auto c = server.mqtt.next();
   REQUIRE(b);
