@@ -188,10 +188,16 @@ class ObjectReader {
     return v;
   }
 
-  // Reports keys nobody asked about.
+  // Reports keys nobody asked about, and keys given twice (JSON parsers keep only one of them,
+  // so the other would be silently ignored).
   void finish() {
+    std::set<std::string> seen;
     for (auto it = obj_.MemberBegin(); it != obj_.MemberEnd(); ++it) {
       const std::string key(it->name.GetString(), it->name.GetStringLength());
+      if (!seen.insert(key).second) {
+        problems_.push_back({path_of(key), "appears more than once; only one would be used"});
+        continue;
+      }
       if (std::find(known_.begin(), known_.end(), key) != known_.end()) continue;
       std::string msg = "unknown key";
       const std::string suggestion = nearest(key, known_);
