@@ -10,6 +10,7 @@
 
 #include "bridge/log.hpp"
 #include "mqtt/executor_gate.hpp"
+#include "mqtt/tcp_nodelay.hpp"
 
 namespace mcpmqtt::mqtt {
 
@@ -101,6 +102,55 @@ class PahoListener final : public ::mqtt::iaction_listener {
   Fn fn_;
 };
 
+// Paho C's receive thread waits in poll() with a one-second timeout on the sockets it had when
+// the wait began, so a new connection's TCP handshake and CONNACK (and a DISCONNECT's end) are
+// only noticed when that wait ends: about two seconds for every connect while another client
+// is idle. Traffic on any established connection ends the wait at once. While a connection of
+// ours connects or disconnects, another one sends an UNSUBSCRIBE of a filter nobody holds — the
+// broker only answers UNSUBACK, whatever its ACLs — and its answer wakes the thread.
+class PahoWaker {
+ public:
+  static PahoWaker& instance() {
+    static PahoWaker w;
+    return w;
+  }
+  void add(const std::shared_ptr<::mqtt::async_client>& c) {
+    std::lock_guard lock(mu_);
+    std::erase_if(connected_, [](const auto& w) { return w.expired(); });
+    connected_.push_back(c);
+  }
+  void remove(const ::mqtt::async_client* c) {
+    std::lock_guard lock(mu_);
+    std::erase_if(connected_, [c](const auto& w) {
+      auto s = w.lock();
+      return !s || s.get() == c;
+    });
+  }
+  void poke(const ::mqtt::async_client* except) {
+    std::shared_ptr<::mqtt::async_client> peer;
+    {
+      std::lock_guard lock(mu_);
+      for (const auto& w : connected_) {
+        auto s = w.lock();
+        if (s && s.get() != except) {
+          peer = std::move(s);
+          break;
+        }
+      }
+    }
+    if (!peer) return;
+    try {
+      peer->unsubscribe("$mcp-bridge/wake");
+    } catch (const ::mqtt::exception&) {
+      // Not connected any more: the next poke uses another peer.
+    }
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::weak_ptr<::mqtt::async_client>> connected_;
+};
+
 // The last TLS error Paho reported (on its thread), to explain a failed connect.
 struct TlsErrors {
   std::mutex mu;
@@ -123,9 +173,10 @@ struct Connection::Paho {
   // properties, so the options live here, beside the client, and are only ever passed as this
   // lvalue (whose copy then points at live memory).
   ::mqtt::connect_options connect_options;
-  std::unique_ptr<::mqtt::async_client> client;
+  std::shared_ptr<::mqtt::async_client> client;
 
   ~Paho() {
+    if (client) PahoWaker::instance().remove(client.get());
     client.reset();  // MQTTAsync_destroy: no callback of this client runs after it
     std::lock_guard lock(listeners->mu);
     for (auto* l : listeners->live)
@@ -146,10 +197,12 @@ Connection::Connection(boost::asio::any_io_executor strand, ConnectionOptions op
       options_(std::move(options)),
       handlers_(std::move(handlers)),
       retry_timer_(strand_),
+      wake_timer_(strand_),
       rng_(std::random_device{}()) {}
 
 Connection::~Connection() {
   retry_timer_.cancel();
+  wake_timer_.cancel();
   if (!paho_) return;
   // Destroy the Paho client later, on our executor: a Paho callback may still be returning.
   auto timer = std::make_shared<boost::asio::steady_timer>(strand_, kDestroyDelay);
@@ -160,7 +213,7 @@ void Connection::connect() {
   if (state_ != State::idle) return;
   paho_ = std::make_shared<Paho>();
   try {
-    paho_->client = std::make_unique<::mqtt::async_client>(
+    paho_->client = std::make_shared<::mqtt::async_client>(
         server_uri(options_.broker), options_.client_id, ::mqtt::create_options(MQTTVERSION_5));
   } catch (const ::mqtt::exception& e) {
     state_ = State::closed;
@@ -212,8 +265,26 @@ void Connection::connect() {
   do_connect();
 }
 
+void Connection::wake_paho() {
+  // See PahoWaker. Bounded: after two seconds Paho's own cycle has noticed anyway.
+  if (wake_deadline_ == std::chrono::steady_clock::time_point{}) {
+    wake_deadline_ = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  }
+  if (std::chrono::steady_clock::now() > wake_deadline_) return;
+  wake_timer_.expires_after(std::chrono::milliseconds(5));
+  wake_timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+    auto self = weak.lock();
+    if (ec || !self || !self->paho_) return;
+    if (self->state_ != State::connecting && self->state_ != State::disconnecting) return;
+    PahoWaker::instance().poke(self->paho_->client.get());
+    self->wake_paho();
+  });
+}
+
 void Connection::do_connect() {
   state_ = State::connecting;
+  wake_deadline_ = {};
+  wake_paho();
   const auto& b = options_.broker;
   ::mqtt::properties connect_props{
       {::mqtt::property::SESSION_EXPIRY_INTERVAL, 0},
@@ -325,11 +396,13 @@ void Connection::on_connect_result(const OpResult& r) {
   }
   state_ = State::connected;
   attempt_ = 0;
+  PahoWaker::instance().add(paho_->client);
   const bool reconnected = ever_connected_;
   if (reconnected) ++reconnects_;
   ever_connected_ = true;
-  logger()->debug("{} connected to {}{}", describe(), server_uri(options_.broker),
-                  reconnected ? " again" : "");
+  logger()->debug("{} connected to {}{}{}", describe(), server_uri(options_.broker),
+                  reconnected ? " again" : "",
+                  tcp_nodelay_active() ? "" : " (TCP_NODELAY could not be set: expect delays)");
   // 004: restore every subscription before the owner publishes anything (presence, backlog).
   for (const auto& [filter, sub] : subscriptions_)
     send_subscribe(filter, sub.no_local);
@@ -347,6 +420,7 @@ void Connection::on_lost(const std::string& cause) {
   logger()->warn("{} lost the broker connection: {}", describe(),
                  cause.empty() ? "connection closed" : cause);
   state_ = options_.reconnect ? State::waiting_retry : State::closed;
+  PahoWaker::instance().remove(paho_->client.get());
   if (handlers_.on_connection_lost) handlers_.on_connection_lost(cause);
   // The owner may have disconnected us from its handler.
   if (state_ == State::waiting_retry) schedule_retry(cause);
@@ -570,6 +644,9 @@ void Connection::disconnect(std::chrono::milliseconds timeout, std::function<voi
     return;
   }
   state_ = State::disconnecting;
+  PahoWaker::instance().remove(paho_->client.get());
+  wake_deadline_ = {};
+  wake_paho();
   // Messages still waiting for a connection will not get one.
   auto backlog = std::move(backlog_);
   backlog_.clear();

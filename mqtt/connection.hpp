@@ -126,6 +126,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   Connection(boost::asio::any_io_executor strand, ConnectionOptions options, Handlers handlers);
   void do_connect();
+  void wake_paho();
   void on_connect_result(const OpResult& r);
   void on_lost(const std::string& cause);
   void schedule_retry(const std::string& why);
@@ -148,6 +149,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   int attempt_ = 0;
   std::uint64_t reconnects_ = 0;
   boost::asio::steady_timer retry_timer_;
+  boost::asio::steady_timer wake_timer_;
+  std::chrono::steady_clock::time_point wake_deadline_{};
   std::mt19937 rng_;
 
   struct Subscription {

@@ -70,6 +70,8 @@ void Mosquitto::start() {
   std::string conf;
   conf += "per_listener_settings false\n";
   conf += "persistence false\n";
+  // Like the bridge, the broker must not let Nagle hold small messages (mqtt/tcp_nodelay.hpp).
+  conf += "set_tcp_nodelay true\n";
   conf += "log_dest stderr\n";
   conf += "log_type error\nlog_type warning\nlog_type notice\nlog_type information\n";
   conf += "connection_messages true\n";
