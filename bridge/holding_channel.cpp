@@ -2,9 +2,10 @@
 
 namespace mcpmqtt::bridge {
 
-std::shared_ptr<HoldingChannel> HoldingChannel::create(std::shared_ptr<Channel> inner,
+std::shared_ptr<HoldingChannel> HoldingChannel::create(std::shared_ptr<Channel> inner, Hooks hooks,
                                                        std::size_t max_held) {
-  auto self = std::shared_ptr<HoldingChannel>(new HoldingChannel(std::move(inner), max_held));
+  auto self = std::shared_ptr<HoldingChannel>(
+      new HoldingChannel(std::move(inner), std::move(hooks), max_held));
   self->open();
   return self;
 }

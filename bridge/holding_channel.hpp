@@ -19,18 +19,19 @@ namespace mcpmqtt::bridge {
 
 class HoldingChannel : public Channel, public std::enable_shared_from_this<HoldingChannel> {
  public:
+  struct Hooks {
+    // Sees each message that arrives while held; returning false declines it (it is not held,
+    // and the owner has dealt with it — answered it with an error, say).
+    std::function<bool(const jsonrpc::Message&)> on_held;
+    // Called if the inner channel closes before start() (the owner may stop getting ready).
+    std::function<void(const CloseReason&)> on_closed_while_held;
+  };
+  // Starts the inner channel at once — it may deliver right away, so the hooks come with it.
   // `max_held`: past this many messages before start(), the inner channel is closed with an
   // error (the peer is sending without waiting for answers).
-  static std::shared_ptr<HoldingChannel> create(std::shared_ptr<Channel> inner,
+  static std::shared_ptr<HoldingChannel> create(std::shared_ptr<Channel> inner, Hooks hooks,
                                                 std::size_t max_held = 256);
 
-  // Sees each message that arrives while held; returning false declines it (it is not held, and
-  // the owner has dealt with it — answered it with an error, say).
-  void on_held(std::function<bool(const jsonrpc::Message&)> fn) { on_held_ = std::move(fn); }
-  // Called if the inner channel closes before start() (the owner may stop getting ready).
-  void on_closed_while_held(std::function<void(const CloseReason&)> fn) {
-    on_held_close_ = std::move(fn);
-  }
   const std::deque<jsonrpc::Message>& held() const { return held_; }
   // Set when the inner channel closed while held; start() reports it after the held messages.
   const std::optional<CloseReason>& closed_while_held() const { return held_close_; }
@@ -42,8 +43,11 @@ class HoldingChannel : public Channel, public std::enable_shared_from_this<Holdi
   Channel& inner() { return *inner_; }
 
  private:
-  explicit HoldingChannel(std::shared_ptr<Channel> inner, std::size_t max_held)
-      : inner_(std::move(inner)), max_held_(max_held) {}
+  HoldingChannel(std::shared_ptr<Channel> inner, Hooks hooks, std::size_t max_held)
+      : inner_(std::move(inner)),
+        max_held_(max_held),
+        on_held_(std::move(hooks.on_held)),
+        on_held_close_(std::move(hooks.on_closed_while_held)) {}
   void open();
 
   std::shared_ptr<Channel> inner_;

@@ -6,6 +6,7 @@
 // run() is called once, from main; everything else happens on the daemon's strand.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -16,10 +17,14 @@
 #include "bridge/directory.hpp"
 #include "config/config.hpp"
 #include "daemon/egress.hpp"
+#include "daemon/ingress.hpp"
 #include "mqtt/directory_observer.hpp"
 
 namespace mcpmqtt::stdio {
 class ChildRegistry;
+}
+namespace mcpmqtt::http {
+class Server;
 }
 
 namespace mcpmqtt::daemon {
@@ -35,7 +40,9 @@ class Daemon {
   int run();
 
  private:
-  void start();
+  class HttpBackend;
+  bool start();
+  bool ready() const;
   void on_signal(int signo);
   void begin_stop(const std::string& why);
   void after_servers_stopped();
@@ -50,8 +57,14 @@ class Daemon {
   std::shared_ptr<bridge::Directory> directory_;
   std::shared_ptr<mqtt::DirectoryObserver> observer_;
   std::vector<std::shared_ptr<ExposedServer>> servers_;
+  std::shared_ptr<Ingress> ingress_;
+  std::unique_ptr<HttpBackend> backend_;
+  std::unique_ptr<http::Server> http_;
+  std::atomic<bool> http_bound_{false};
+  std::atomic<bool> directory_up_{false};
   bool stopping_ = false;
   bool finished_ = false;
+  bool forced_ = false;  // a second signal: leave at once, like a crash
   int exit_code_ = 0;
 };
 

@@ -178,32 +178,43 @@ void Ingress::attach(const std::string& server_name, std::shared_ptr<bridge::Cha
     s->id = next_id_++;
     sessions_[s->id] = s;
   }
-  s->downstream = bridge::HoldingChannel::create(std::move(downstream), options_.max_held);
   std::weak_ptr<Session> weak = s;
-  s->downstream->on_held([weak](const jsonrpc::Message& m) {
+  bridge::HoldingChannel::Hooks hooks;
+  // The hooks may run inside HoldingChannel::create(), before `s->downstream` is set: they
+  // answer through the inner channel and leave the rest to the next turn.
+  hooks.on_held = [weak,
+                   inner = std::weak_ptr<bridge::Channel>(downstream)](const jsonrpc::Message& m) {
     auto self = weak.lock();
     if (!self) return false;
     if (self->init_id) return true;
     if (m.is_request() && m.method() == "initialize") {
       self->init_id = m.id();
-      self->on_initialize();
+      boost::asio::post(self->strand, [weak] {
+        if (auto s2 = weak.lock()) s2->on_initialize();
+      });
       return true;
     }
     // 002 §Lifecycle: initialize comes first.
-    if (m.is_request()) {
-      self->downstream->send(jsonrpc::Message::error(
+    if (auto ch = inner.lock(); ch && m.is_request()) {
+      ch->send(jsonrpc::Message::error(
           m.id(), jsonrpc::code::invalid_request,
           "the session is not initialized: send initialize before " + m.method()));
     }
     return false;
-  });
-  s->downstream->on_closed_while_held([weak](const bridge::CloseReason& why) {
-    if (auto self = weak.lock()) {
+  };
+  hooks.on_closed_while_held = [weak](const bridge::CloseReason& why) {
+    auto self = weak.lock();
+    if (!self) return;
+    boost::asio::post(self->strand, [self, why] {
       if (self->splice) return;  // the splice reports it
       self->end(why);
-      if (auto fn = std::move(self->on_finished)) boost::asio::post(self->strand, fn);
-    }
-  });
+      if (auto fn = std::move(self->on_finished)) fn();
+    });
+  };
+  // The downstream may deliver its first messages from inside create(): the session's fields
+  // must be in place before (on_initialize may run at once, and uses `downstream`).
+  s->downstream =
+      bridge::HoldingChannel::create(std::move(downstream), std::move(hooks), options_.max_held);
 }
 
 void Ingress::forget(std::uint64_t id) {

@@ -4,6 +4,8 @@
 #include <memory>
 #include <string>
 
+#include <boost/asio/any_io_executor.hpp>
+
 #include "bridge/channel.hpp"
 
 namespace mcpmqtt::http {
@@ -26,7 +28,9 @@ class Backend {
   // answered and refused, as a direct MCP server would). A close without an error response
   // gets a synthesized -32000 error carrying the close detail. An error response that is not
   // followed by a close in the same strand turn ends the session with on_close(normal).
-  virtual void attach(const std::string& server_name, std::shared_ptr<bridge::Channel> session) = 0;
+  // `strand` is the session's strand: whatever the backend joins to the session runs there.
+  virtual void attach(const std::string& server_name, std::shared_ptr<bridge::Channel> session,
+                      boost::asio::any_io_executor strand) = 0;
   virtual std::string servers_json() = 0;  // body of GET /servers (any thread)
   virtual bool ready() = 0;                // GET /readyz: 200 when true, else 503 (any thread)
   virtual std::string metrics_text() = 0;  // body of GET /metrics (Prometheus text) (any thread)

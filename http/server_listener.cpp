@@ -34,7 +34,8 @@ class Listener : public std::enable_shared_from_this<Listener> {
     if (!ec) acceptor_.bind(at, ec);
     if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
     if (ec) {
-      acceptor_.close(ec);
+      boost::system::error_code ignored;  // keep `ec`: it says why
+      acceptor_.close(ignored);
       return unexpected("cannot listen on " + describe(at) + " (http.listen): " + ec.message());
     }
     return acceptor_.local_endpoint();

@@ -156,7 +156,7 @@ void Session::do_begin(std::shared_ptr<Exchange> exchange, Message initialize) {
   arm_idle_timer(std::chrono::seconds(state_->http.limits.session_idle_timeout_s));
   state_->log->debug("{} initialize for {} (client asks for protocol {})", label_, server_name_,
                      requested_version_.empty() ? "?" : requested_version_);
-  state_->backend.attach(server_name_, shared_from_this());
+  state_->backend.attach(server_name_, shared_from_this(), strand_);
 }
 
 void Session::on_initialize_response(const Message& response, const StreamRouter::Routed& routed) {

@@ -23,13 +23,14 @@ struct Recorder {
 TEST_CASE("holding channel: holds until started, then delivers in order and passes through",
           "[holding]") {
   auto inner = std::make_shared<MemoryChannel>();
-  auto h = HoldingChannel::create(inner);
-  CHECK(inner->started);
   std::vector<std::string> seen;
-  h->on_held([&](const jsonrpc::Message& m) {
+  HoldingChannel::Hooks hooks;
+  hooks.on_held = [&](const jsonrpc::Message& m) {
     seen.emplace_back(m.method());
     return true;
-  });
+  };
+  auto h = HoldingChannel::create(inner, hooks);
+  CHECK(inner->started);
   inner->inject(R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{}})");
   inner->inject(R"({"jsonrpc":"2.0","method":"notifications/initialized"})");
   CHECK(seen == std::vector<std::string>{"initialize", "notifications/initialized"});
@@ -44,12 +45,13 @@ TEST_CASE("holding channel: holds until started, then delivers in order and pass
 }
 
 TEST_CASE(
-    "holding channel: a declined message is not held; a close while held is reported after "
+    "holding channel: a declined message is not held, and a close while held is reported after "
     "the held messages",
     "[holding]") {
   auto inner = std::make_shared<MemoryChannel>();
-  auto h = HoldingChannel::create(inner);
-  h->on_held([](const jsonrpc::Message& m) { return m.method() == "initialize"; });
+  HoldingChannel::Hooks hooks;
+  hooks.on_held = [](const jsonrpc::Message& m) { return m.method() == "initialize"; };
+  auto h = HoldingChannel::create(inner, hooks);
   inner->inject(R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})");
   inner->inject(R"({"jsonrpc":"2.0","id":2,"method":"initialize"})");
   inner->peer_close({CloseReason::Kind::normal, "stdin closed"});
@@ -65,7 +67,7 @@ TEST_CASE(
 TEST_CASE("holding channel: too many messages before the session is ready close it with an error",
           "[holding]") {
   auto inner = std::make_shared<MemoryChannel>();
-  auto h = HoldingChannel::create(inner, 2);
+  auto h = HoldingChannel::create(inner, {}, 2);
   for (int i = 0; i < 3; ++i)
     inner->inject(R"({"jsonrpc":"2.0","method":"n"})");
   CHECK(inner->closed);

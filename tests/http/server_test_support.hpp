@@ -58,7 +58,8 @@ struct FakeSession {
 // Thread-safe: the test thread reads and drives it while the server's threads call it.
 class FakeBackend : public http::Backend {
  public:
-  void attach(const std::string& server_name, std::shared_ptr<bridge::Channel> channel) override {
+  void attach(const std::string& server_name, std::shared_ptr<bridge::Channel> channel,
+              boost::asio::any_io_executor) override {
     std::size_t index;
     {
       std::lock_guard lock(mu_);
