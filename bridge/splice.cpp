@@ -277,6 +277,7 @@ void Splice::on_side_closed(Side side, const CloseReason& why) {
                  why.detail);
   const Side survivor = other(side);
   closed_ = true;
+  if (survivor == Side::client) last_words(why);
   // Requests the survivor sent will never be answered: tell it, naming why.
   answer_all(survivor, why, /*send=*/true);
   // Requests the closed side sent have nobody to answer to.
@@ -291,6 +292,12 @@ void Splice::on_side_closed(Side side, const CloseReason& why) {
   if (hooks_.on_closed) hooks_.on_closed(why);
 }
 
+void Splice::last_words(const CloseReason& why) {
+  if (!hooks_.on_closing) return;
+  for (auto& m : hooks_.on_closing(why))
+    client_->send(std::move(m));
+}
+
 void Splice::close(const CloseReason& why) {
   finish(why);
 }
@@ -298,6 +305,7 @@ void Splice::close(const CloseReason& why) {
 void Splice::finish(const CloseReason& why) {
   if (closed_) return;
   closed_ = true;
+  last_words(why);
   answer_all(Side::client, why, /*send=*/true);
   answer_all(Side::server, why, /*send=*/true);
   auto bridge = std::move(from_bridge_);

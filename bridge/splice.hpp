@@ -24,6 +24,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "bridge/channel.hpp"
 #include "bridge/jsonrpc.hpp"
@@ -48,6 +49,10 @@ class Splice : public std::enable_shared_from_this<Splice> {
   struct Hooks {
     // A message on its way from one side to the other; may replace it (same kind and id).
     std::function<Verdict(Side from, jsonrpc::Message& m)> on_message;
+    // The session is ending and the client side is still open: last messages of the bridge's
+    // own for the client (final responses to requests the bridge answers itself, such as
+    // subscriptions/listen), sent before the pending requests are answered and it is closed.
+    std::function<std::vector<jsonrpc::Message>(const CloseReason& why)> on_closing;
     // Both sides are closed; `why` is the first reason.
     std::function<void(const CloseReason& why)> on_closed;
   };
@@ -108,6 +113,7 @@ class Splice : public std::enable_shared_from_this<Splice> {
   void on_side_closed(Side side, const CloseReason& why);
   void answer_all(Side requester, const CloseReason& why, bool send);
   void finish(const CloseReason& why);
+  void last_words(const CloseReason& why);
   const char* side_name(Side s) const { return s == Side::client ? "client" : "server"; }
 
   std::shared_ptr<Channel> client_;

@@ -8,6 +8,7 @@
 #include "bridge/holding_channel.hpp"
 #include "bridge/log.hpp"
 #include "bridge/splice.hpp"
+#include "bridge/subscription_hub.hpp"
 #include "daemon/asio_scheduler.hpp"
 #include "mqtt/client_session.hpp"
 #include "mqtt/topics.hpp"
@@ -42,6 +43,8 @@ struct Ingress::Session : std::enable_shared_from_this<Session> {
   std::unique_ptr<AsioScheduler> scheduler;  // declared before the splice: outlives its timers
   std::shared_ptr<mqtt::ClientSession> upstream;
   std::shared_ptr<bridge::Splice> splice;
+  // Resource and list-change subscriptions of this session, and its subscriptions/listen.
+  bridge::SubscriptionHub hub;
   OnClosed on_closed;
   OnFinished on_finished;
   bool ended = false;
@@ -128,9 +131,61 @@ struct Ingress::Session : std::enable_shared_from_this<Session> {
     hooks.on_closed = [weak](const bridge::CloseReason& why) {
       if (auto self = weak.lock()) self->end(why);
     };
+    hooks.on_message = [weak](bridge::Splice::Side from, jsonrpc::Message& m) {
+      auto self = weak.lock();
+      if (!self) return bridge::Splice::Verdict::pass;
+      auto actions = from == bridge::Splice::Side::client ? self->hub.from_client(m)
+                                                          : self->hub.from_server(m);
+      const bool consumed = actions.consumed;
+      self->apply(std::move(actions));
+      return consumed ? bridge::Splice::Verdict::drop : bridge::Splice::Verdict::pass;
+    };
+    hooks.on_closing = [weak](const bridge::CloseReason& why) {
+      auto self = weak.lock();
+      if (!self) return std::vector<jsonrpc::Message>{};
+      // 000 §Cancellation: the server ending the session ends its listens; a graceful end is
+      // a result for each listen request, anything else an error naming why.
+      const bool graceful = why.kind == bridge::CloseReason::Kind::normal ||
+                            why.kind == bridge::CloseReason::Kind::shutdown;
+      return self->hub.close(graceful, why.detail);
+    };
     logger()->info("{} new session for {}", upstream->describe(), downstream->describe());
     splice = bridge::Splice::create(downstream, upstream, *scheduler, so, std::move(hooks));
     splice->start();
+  }
+
+  // Carries out what the subscription hub asks for.
+  void apply(bridge::SubscriptionHub::Actions actions) {
+    if (!splice) return;
+    for (auto& m : actions.to_client)
+      splice->send_to(bridge::Splice::Side::client, std::move(m));
+    std::weak_ptr<Session> weak = weak_from_this();
+    for (auto& uri : actions.subscribe) {
+      splice->request_to_server(
+          "resources/subscribe", "{\"uri\":" + jsonrpc::quote(uri) + "}",
+          [weak, uri](const jsonrpc::Message& response) {
+            auto self = weak.lock();
+            if (!self) return;
+            std::optional<std::string> error;
+            if (response.kind() == jsonrpc::Kind::error) {
+              error = response.error().message;
+              logger()->info("{} the server refused resources/subscribe of {}: {}",
+                             self->splice ? self->splice->prefix() : std::string(), uri, *error);
+            }
+            self->apply(self->hub.subscribed(uri, error));
+          });
+    }
+    for (auto& uri : actions.unsubscribe) {
+      splice->request_to_server("resources/unsubscribe", "{\"uri\":" + jsonrpc::quote(uri) + "}",
+                                [weak, uri](const jsonrpc::Message& response) {
+                                  auto self = weak.lock();
+                                  if (self && response.kind() == jsonrpc::Kind::error &&
+                                      self->splice && !self->splice->closed())
+                                    logger()->info(
+                                        "{} the server refused resources/unsubscribe of {}: {}",
+                                        self->splice->prefix(), uri, response.error().message);
+                                });
+    }
   }
 
   void refuse(const std::string& why) {

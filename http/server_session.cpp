@@ -1,9 +1,12 @@
 #include "http/server_session.hpp"
 
+#include <algorithm>
+
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/beast/http/field.hpp>
 
+#include "bridge/subscription_hub.hpp"
 #include "http/server_sse.hpp"
 
 namespace mcpmqtt::http {
@@ -262,11 +265,29 @@ void Session::do_post(std::shared_ptr<Exchange> exchange, jsonrpc::Body body,
     options.format =
         state_->http.json_response ? StreamRouter::Format::json : StreamRouter::Format::sse;
     options.batch = body.batch;
+    // 000: a subscriptions/listen request keeps its SSE stream open for the notifications
+    // tagged with its id, and that stream takes no other unsolicited traffic.
+    std::vector<jsonrpc::Id> listens;
+    for (const auto& m : body.messages)
+      if (m.is_request() && m.method() == "subscriptions/listen") listens.push_back(m.id());
+    if (!listens.empty()) {
+      if (options.format == StreamRouter::Format::json) {
+        reply_error(exchange, 400, jsonrpc::code::invalid_request,
+                    "subscriptions/listen needs an SSE response stream, and this bridge answers "
+                    "POSTs with JSON (http.json_response)");
+        return;
+      }
+      options.claims = [listens](const Message& m) {
+        const auto sid = bridge::subscription_id(m);
+        return sid && std::find(listens.begin(), listens.end(), *sid) != listens.end();
+      };
+    }
     auto stream = router_.open_post(body.messages, std::move(options));
     if (!stream) {
       reply_error(exchange, 400, jsonrpc::code::invalid_request, stream.error());
       return;
     }
+    if (!listens.empty()) listen_streams_[*stream] = std::move(listens);
     attach(*stream, exchange);
     if (!state_->http.json_response) {
       open_sse(*stream, exchange,
@@ -368,6 +389,12 @@ void Session::do_delete(std::shared_ptr<Exchange> exchange) {
 
 void Session::do_send(Message message) {
   if (phase_ == Phase::closed) return;
+  if (auto sid = bridge::subscription_id(message); sid && !router_.pending(*sid)) {
+    // Tagged for a listen that has ended (its stream closed): no other stream may carry it.
+    state_->log->debug("{} {} not delivered: subscription {} has ended", label_,
+                       describe_message(message), sid->to_string());
+    return;
+  }
   auto routed = router_.route(message);
   if (phase_ == Phase::initializing && message.is_response() && message.id() == init_id_) {
     on_initialize_response(message, routed);
@@ -504,6 +531,7 @@ void Session::write_event(StreamId stream, const StreamRouter::Event& event) {
 }
 
 void Session::end_stream(StreamId stream) {
+  listen_streams_.erase(stream);
   auto it = exchanges_.find(stream);
   if (it == exchanges_.end()) return;
   it->second->end();
@@ -535,12 +563,38 @@ void Session::on_exchange_gone(const std::weak_ptr<Exchange>& gone) {
   }
   for (auto it = exchanges_.begin(); it != exchanges_.end(); ++it) {
     if (it->second != exchange) continue;
+    if (auto listen = listen_streams_.find(it->first); listen != listen_streams_.end()) {
+      end_listens(it->first, listen->second);
+      listen_streams_.erase(listen);
+    }
     // 002: a disconnect is not a cancellation; the stream's events wait for a resume.
     router_.detach(it->first);
     state_->log->debug("{} stream {} lost its connection; its requests stay pending", label_,
                        it->first);
     exchanges_.erase(it);
     return;
+  }
+}
+
+// 000 §Cancellation: closing the SSE stream of a subscriptions/listen cancels it. The stream
+// ends with an error response (kept for a client that resumes it, and telling it why), and the
+// bridge is told with notifications/cancelled so it releases what the listen held upstream.
+void Session::end_listens(StreamId stream, const std::vector<jsonrpc::Id>& listens) {
+  for (const auto& rid : listens) {
+    if (!router_.pending(rid)) continue;
+    auto error = Message::error(
+        rid, jsonrpc::code::connection_closed,
+        "subscriptions/listen ended: its stream's connection closed (closed by the client, or a "
+        "reader too slow for http.limits.stream_queue_messages)");
+    auto routed = router_.route(error);
+    log_evicted(routed.evicted);
+    state_->log->debug("{} subscription {} on stream {} cancelled: its connection closed", label_,
+                       rid.to_string(), stream);
+    to_receiver(Message::notification(
+        "notifications/cancelled",
+        "{\"requestId\":" + rid.to_json() +
+            ",\"reason\":\"the client closed the subscriptions/listen stream\"}"));
+    if (phase_ == Phase::closed) return;
   }
 }
 

@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
@@ -80,6 +81,7 @@ class Session : public bridge::Channel, public std::enable_shared_from_this<Sess
   void end_stream(StreamId stream);
   void reply_json(StreamId stream, const std::vector<jsonrpc::Message>& body, bool batch);
   void on_exchange_gone(const std::weak_ptr<Exchange>& gone);
+  void end_listens(StreamId stream, const std::vector<jsonrpc::Id>& listens);
   void to_receiver(const jsonrpc::Message& message);
   void refuse_request(const jsonrpc::Message& request, const std::string& why);
   void log_evicted(const std::vector<jsonrpc::Message>& evicted);
@@ -109,6 +111,8 @@ class Session : public bridge::Channel, public std::enable_shared_from_this<Sess
   std::deque<jsonrpc::Message> inbox_;  // client messages before start()
   bridge::StreamRouter router_;
   std::map<StreamId, std::shared_ptr<Exchange>> exchanges_;  // streams and JSON waits
+  // POST streams that carry subscriptions/listen requests (000), with those requests' ids.
+  std::map<StreamId, std::vector<jsonrpc::Id>> listen_streams_;
   std::string negotiated_version_;
   std::chrono::steady_clock::time_point last_activity_;
   std::chrono::steady_clock::time_point last_drop_report_{};

@@ -322,3 +322,37 @@ TEST_CASE("splice: the bridge can ask the client too (a liveness ping)", "[splic
       got[1] ==
       R"({"jsonrpc":"2.0","id":"mcpmqtt-bridge-2","error":{"code":-32000,"message":"client gone"}})");
 }
+
+TEST_CASE("splice: last words for the client come before the close, and only to an open client",
+          "[splice]") {
+  std::vector<std::string> reasons;
+  Splice::Hooks hooks;
+  hooks.on_closing = [&](const CloseReason& why) {
+    reasons.push_back(why.detail);
+    return std::vector<jsonrpc::Message>{jsonrpc::Message::result(jsonrpc::Id::integer(9), "{}")};
+  };
+  SECTION("the server goes away") {
+    Fixture f(hooks);
+    f.client->inject(kCall);
+    f.server->take();
+    f.server->peer_close({CloseReason::Kind::peer_gone, "server s1 went offline"});
+    const auto got = f.client->take();
+    REQUIRE(got.size() == 2);
+    CHECK(got[0] == R"({"jsonrpc":"2.0","id":9,"result":{}})");
+    CHECK(got[1].find("server s1 went offline") != std::string::npos);
+    CHECK(f.client->closed);
+    CHECK(reasons == std::vector<std::string>{"server s1 went offline"});
+  }
+  SECTION("closed from outside") {
+    Fixture f(hooks);
+    f.splice->close({CloseReason::Kind::shutdown, "the bridge is stopping"});
+    CHECK(f.client->take() == std::vector<std::string>{R"({"jsonrpc":"2.0","id":9,"result":{}})"});
+    CHECK(reasons == std::vector<std::string>{"the bridge is stopping"});
+  }
+  SECTION("the client goes away: nobody to tell") {
+    Fixture f(hooks);
+    f.client->peer_close({CloseReason::Kind::peer_gone, "client gone"});
+    CHECK(f.client->take().empty());
+    CHECK(reasons.empty());
+  }
+}

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <signal.h>
 
+#include "tests/daemon/ingress_bridge.hpp"
 #include "tests/http/server_test_support.hpp"
 #include "tests/support/bridge_process.hpp"
 #include "tests/support/mosquitto.hpp"
@@ -19,29 +20,6 @@ namespace bhttp = boost::beast::http;
 namespace jsonrpc = mcpmqtt::jsonrpc;
 
 namespace {
-
-// A bridge with HTTP ingress on a free loopback port; `servers` is its mcpServers block.
-struct Bridge {
-  std::uint16_t port = free_loopback_port();
-  std::unique_ptr<BridgeProcess> proc;
-  // `extra` adds top-level keys ("key": value, ...), `http_extra` keys of the http object.
-  Bridge(const Mosquitto& broker, const std::string& servers, const std::string& default_server,
-         const std::string& extra = "", const std::string& http_extra = "") {
-    proc = std::make_unique<BridgeProcess>(
-        std::vector<std::string>{},
-        R"({"mqtt": {"url": ")" + broker.url() + R"("}, "http": {"listen": "127.0.0.1:)" +
-            std::to_string(port) + "\"" + http_extra + R"(}, "ingress": {"default_server": ")" +
-            default_server + R"(", "presence_wait_ms": 1000}, )" + extra + R"("mcpServers": )" +
-            servers + "}");
-    REQUIRE(proc->wait_for_log("HTTP ingress on http://127.0.0.1:" + std::to_string(port)));
-  }
-  std::string url(const std::string& path = "/mcp") const {
-    return "http://127.0.0.1:" + std::to_string(port) + path;
-  }
-  boost::asio::ip::tcp::endpoint endpoint() const {
-    return {boost::asio::ip::make_address("127.0.0.1"), port};
-  }
-};
 
 std::string everything_entry() {
   return R"({"demo/everything": {"command": ")" + node_binary() + R"(", "args": [")" +

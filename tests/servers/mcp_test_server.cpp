@@ -1,0 +1,141 @@
+// A small stdio MCP server for tests and benchmarks, in C++ so that the server itself costs
+// next to nothing. One JSON-RPC message per line on stdin and stdout (002 §stdio).
+//
+// Capabilities: tools and prompts with listChanged, resources with subscribe and listChanged.
+// Tools:
+//   echo           {text}            → a text content block holding `text` unchanged
+//   blob           {bytes}           → a text content block of `bytes` bytes ("x" repeated)
+//   notify         {method, uri?,    → first sends the notification `method` (with params.uri
+//                   count?}            when given) `count` times (default 1), then answers
+//   subscriptions  {}                → a text block: the JSON array of URIs subscribed to now
+// resources/subscribe and resources/unsubscribe keep the set; a URI starting with "refuse:" is
+// refused with -32602. Anything else is -32601.
+#include <cstdint>
+#include <cstdio>
+#include <iostream>
+#include <set>
+#include <string>
+
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+namespace {
+
+std::string quote(const std::string& s) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+  return {buf.GetString(), buf.GetSize()};
+}
+
+std::string to_json(const rapidjson::Value& v) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  v.Accept(w);
+  return {buf.GetString(), buf.GetSize()};
+}
+
+void emit(const std::string& line) {
+  std::fwrite(line.data(), 1, line.size(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+}
+
+std::string str(const rapidjson::Value* obj, const char* name) {
+  if (!obj || !obj->IsObject()) return {};
+  auto it = obj->FindMember(name);
+  return it != obj->MemberEnd() && it->value.IsString() ? it->value.GetString() : std::string();
+}
+
+const char* kTools =
+    R"({"tools":[)"
+    R"({"name":"echo","description":"Returns its text argument","inputSchema":{"type":"object","properties":{"text":{"type":"string"}}}},)"
+    R"({"name":"blob","description":"Returns a text of the given size","inputSchema":{"type":"object","properties":{"bytes":{"type":"integer"}}}},)"
+    R"({"name":"notify","description":"Sends a notification, then answers","inputSchema":{"type":"object","properties":{"method":{"type":"string"},"uri":{"type":"string"}},"required":["method"]}},)"
+    R"({"name":"subscriptions","description":"The resource URIs subscribed to","inputSchema":{"type":"object"}}]})";
+
+std::string text_result(const std::string& text) {
+  return R"({"content":[{"type":"text","text":)" + quote(text) + "}]}";
+}
+
+}  // namespace
+
+int main() {
+  std::ios::sync_with_stdio(false);
+  std::set<std::string> subscribed;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    rapidjson::Document d;
+    d.Parse(line.data(), line.size());
+    if (d.HasParseError() || !d.IsObject() || !d.HasMember("method")) continue;
+    const std::string method = d["method"].GetString();
+    if (!d.HasMember("id")) continue;  // notifications need no answer
+    const std::string id = to_json(d["id"]);
+    const rapidjson::Value* params = d.HasMember("params") ? &d["params"] : nullptr;
+    auto result = [&](const std::string& r) {
+      emit(R"({"jsonrpc":"2.0","id":)" + id + R"(,"result":)" + r + "}");
+    };
+    auto error = [&](int code, const std::string& message) {
+      emit(R"({"jsonrpc":"2.0","id":)" + id + R"(,"error":{"code":)" + std::to_string(code) +
+           R"(,"message":)" + quote(message) + "}}");
+    };
+    if (method == "initialize") {
+      std::string version = str(params, "protocolVersion");
+      if (version.empty()) version = "2025-06-18";
+      result(R"({"protocolVersion":)" + quote(version) +
+             R"(,"capabilities":{"tools":{"listChanged":true},"prompts":{"listChanged":true},)"
+             R"("resources":{"subscribe":true,"listChanged":true}},)"
+             R"("serverInfo":{"name":"mcpmqtt-test-server","version":"1.0.0"}})");
+    } else if (method == "ping") {
+      result("{}");
+    } else if (method == "tools/list") {
+      result(kTools);
+    } else if (method == "resources/subscribe" || method == "resources/unsubscribe") {
+      const std::string uri = str(params, "uri");
+      if (uri.rfind("refuse:", 0) == 0) {
+        error(-32602, "resource " + uri + " cannot be subscribed to");
+      } else {
+        if (method == "resources/subscribe")
+          subscribed.insert(uri);
+        else
+          subscribed.erase(uri);
+        result("{}");
+      }
+    } else if (method == "tools/call") {
+      const std::string name = str(params, "name");
+      const rapidjson::Value* args = nullptr;
+      if (params && params->IsObject() && params->HasMember("arguments"))
+        args = &(*params)["arguments"];
+      if (name == "echo") {
+        result(text_result(str(args, "text")));
+      } else if (name == "blob") {
+        std::size_t n = 0;
+        if (args && args->IsObject() && args->HasMember("bytes") && (*args)["bytes"].IsUint64())
+          n = (*args)["bytes"].GetUint64();
+        result(text_result(std::string(n, 'x')));
+      } else if (name == "notify") {
+        const std::string uri = str(args, "uri");
+        std::uint64_t count = 1;
+        if (args && args->IsObject() && args->HasMember("count") && (*args)["count"].IsUint64())
+          count = (*args)["count"].GetUint64();
+        const std::string note =
+            R"({"jsonrpc":"2.0","method":)" + quote(str(args, "method")) +
+            (uri.empty() ? std::string() : R"(,"params":{"uri":)" + quote(uri) + "}") + "}";
+        for (std::uint64_t i = 0; i < count; ++i)
+          emit(note);
+        result(text_result("sent"));
+      } else if (name == "subscriptions") {
+        std::string list;
+        for (const auto& uri : subscribed)
+          list += (list.empty() ? "" : ",") + quote(uri);
+        result(text_result("[" + list + "]"));
+      } else {
+        error(-32602, "unknown tool " + name);
+      }
+    } else {
+      error(-32601, "method not found: " + method);
+    }
+  }
+  return 0;
+}
