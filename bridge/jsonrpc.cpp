@@ -118,6 +118,7 @@ struct Classified {
   bool error_data_seen = false;
   Error err;
   std::optional<Id> progress_token;
+  std::optional<Id> subscription_id;
   std::string first_problem;  // a structural problem found while streaming
   bool depth_exceeded = false;
 };
@@ -176,6 +177,9 @@ class Classifier {
       case Field::progress_token:
         out_.progress_token = Id::string(std::string(sv));
         break;
+      case Field::subscription_id:
+        out_.subscription_id = Id::string(std::string(sv));
+        break;
       default:
         type_checks(f, rapidjson::kStringType, true);
         break;
@@ -206,6 +210,7 @@ class Classifier {
     error_data,
     meta,
     progress_token,
+    subscription_id,
   };
 
   Frame frame() const { return frames_.empty() ? Frame::other : frames_.back(); }
@@ -240,7 +245,10 @@ class Classifier {
         if (key == "progressToken") return Field::progress_token;
         return Field::none;
       case Frame::meta:
-        return key == "progressToken" ? Field::progress_token : Field::none;
+        if (key == "progressToken") return Field::progress_token;
+        // 000 §Receiving Notifications: the listen a notification belongs to.
+        if (key == "io.modelcontextprotocol/subscriptionId") return Field::subscription_id;
+        return Field::none;
       case Frame::error:
         if (key == "code") return Field::error_code;
         if (key == "message") return Field::error_message;
@@ -280,6 +288,9 @@ class Classifier {
         break;
       case Field::progress_token:
         out_.progress_token = Id::integer(v);
+        break;
+      case Field::subscription_id:
+        out_.subscription_id = Id::integer(v);
         break;
       default:
         type_checks(f, rapidjson::kNumberType, true);
@@ -399,6 +410,7 @@ struct Message::State {
   std::string method;
   Id id;
   std::optional<Id> progress_token;
+  std::optional<Id> subscription_id;
   Error err;
   mutable std::once_flag dom_once;
   mutable rapidjson::Document dom;
@@ -491,6 +503,7 @@ Expected<Message, ParseFailure> Message::parse(std::shared_ptr<const std::string
   }
   st->id = std::move(c.id);
   st->progress_token = std::move(c.progress_token);
+  if (st->kind == Kind::notification) st->subscription_id = std::move(c.subscription_id);
 
   // JSON strings cannot hold raw line breaks, so any CR/LF is whitespace between tokens; turning
   // them into spaces keeps the message identical and makes it one stdio line (002 §stdio).
@@ -521,6 +534,9 @@ const Id& Message::id() const {
 }
 const std::optional<Id>& Message::progress_token() const {
   return s_->progress_token;
+}
+const std::optional<Id>& Message::subscription_id() const {
+  return s_->subscription_id;
 }
 const Error& Message::error() const {
   return s_->err;
@@ -571,6 +587,25 @@ Message Message::notification(std::string_view method, std::string_view params_j
   if (!params_json.empty()) t.append(R"(,"params":)").append(params_json);
   t.push_back('}');
   return from_trusted_text(std::move(t));
+}
+
+Message Message::built_notification(std::string_view method, std::string_view params_json,
+                                    std::optional<Id> subscription_id) {
+  std::string t = R"({"jsonrpc":"2.0","method":)" + quote(method);
+  t.append(R"(,"params":)").append(params_json);
+  t.push_back('}');
+#ifndef NDEBUG
+  // Debug builds (the sanitizer tier) check the promise the callers make.
+  auto check = from_trusted_text(t);
+  if (check.kind() != Kind::notification || check.subscription_id() != subscription_id)
+    throw std::invalid_argument("internal error: built_notification does not match its text");
+#endif
+  auto st = std::make_shared<State>();
+  st->kind = Kind::notification;
+  st->method = std::string(method);
+  st->subscription_id = std::move(subscription_id);
+  st->text = std::make_shared<const std::string>(std::move(t));
+  return Message(std::move(st));
 }
 
 Message Message::result(const Id& id, std::string_view result_json) {

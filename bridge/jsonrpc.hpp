@@ -108,6 +108,11 @@ class Message {
   // member is an empty object; an empty string omits params).
   static Message request(const Id& id, std::string_view method, std::string_view params_json = {});
   static Message notification(std::string_view method, std::string_view params_json = {});
+  // The same without re-reading the text, for fan-out paths that build many copies from parts
+  // that are already valid JSON (serialized by RapidJSON or quote()): `params_json` must be one
+  // JSON object with no raw line break, and `subscription_id` its _meta subscriptionId.
+  static Message built_notification(std::string_view method, std::string_view params_json,
+                                    std::optional<Id> subscription_id);
   static Message result(const Id& id, std::string_view result_json);
   static Message error(const Id& id, const Error& err);
   static Message error(const Id& id, int code, std::string_view message);
@@ -123,6 +128,9 @@ class Message {
   const Id& id() const;
   // params._meta.progressToken of a request, or params.progressToken of notifications/progress.
   const std::optional<Id>& progress_token() const;
+  // params._meta["io.modelcontextprotocol/subscriptionId"] of a notification (000): the
+  // subscriptions/listen request it belongs to.
+  const std::optional<Id>& subscription_id() const;
   // The error of an error response (code and message; data as JSON text).
   const Error& error() const;
 

@@ -8,6 +8,7 @@ namespace mcpmqtt::bridge {
 namespace {
 
 constexpr std::size_t kCancelledRemembered = 256;
+constexpr std::size_t kListenReplay = 8;
 
 }  // namespace
 
@@ -148,8 +149,17 @@ StreamRouter::Routed StreamRouter::route(const jsonrpc::Message& m) {
       if (s.options.format == Format::sse && !s.finished) return append(p->second, s, m);
     }
   }
-  for (auto& [id, s] : streams_) {
-    if (s.options.claims && !s.finished && s.options.claims(m)) return append(id, s, m);
+  if (const auto& sid = m.subscription_id()) {
+    // 000: tagged for one listen; no other stream may carry it.
+    auto p = pending_.find(*sid);
+    if (p != pending_.end()) {
+      Stream& s = streams_.at(p->second.stream);
+      if (s.options.format == Format::sse && !s.finished) return append(p->second.stream, s, m);
+    }
+    Routed r;
+    r.why = "subscription " + sid->to_string() + " has ended";
+    r.expected = true;
+    return r;
   }
   for (auto& [id, s] : streams_) {
     if (id != kGetStream && accepts_unsolicited(id) && s.attached && !s.finished)
@@ -249,7 +259,12 @@ StreamRouter::Routed StreamRouter::append(StreamId id, Stream& s, const jsonrpc:
 }
 
 void StreamRouter::evict(Stream& s, std::vector<jsonrpc::Message>& out) {
-  while (s.replay.size() > limits_.replay_events) {
+  // A listen stream is never resumed (closing it cancels the listen): it keeps only what its
+  // connection may still be waiting for.
+  const std::size_t bound = s.options.listen
+                                ? std::min<std::size_t>(limits_.replay_events, kListenReplay)
+                                : limits_.replay_events;
+  while (s.replay.size() > bound) {
     // Notifications go first: a response lost from a detached stream leaves a request unanswered.
     auto victim = std::find_if(s.replay.begin(), s.replay.end(),
                                [](const Entry& e) { return e.message.is_notification(); });
@@ -327,7 +342,7 @@ bool StreamRouter::finished(StreamId stream) const {
 bool StreamRouter::accepts_unsolicited(StreamId stream) const {
   auto it = streams_.find(stream);
   return it != streams_.end() && it->second.options.format == Format::sse &&
-         !it->second.options.claims;
+         !it->second.options.listen;
 }
 
 std::size_t StreamRouter::attached_count() const {

@@ -22,9 +22,10 @@
 //   responses in its replay buffer; finished SSE streams are kept (a bounded number) so a
 //   client can still resume them.
 //
-// Extension point: StreamOptions::claims lets a later `subscriptions/listen` stream take the
-// notifications it subscribed to before the general rules apply, and stay open until its own
-// request is answered or cancelled.
+// - A notification tagged with a subscriptionId (000 §Receiving Notifications) goes to the
+//   stream of that subscriptions/listen request while it is pending, else nowhere. A listen
+//   stream (StreamOptions::listen) takes nothing else unsolicited, and keeps a short replay
+//   buffer: closing it cancels the listen (000 §Cancellation), so nothing resumes it.
 //
 // One strand; not thread-safe.
 #pragma once
@@ -64,9 +65,8 @@ class StreamRouter {
     Format format = Format::sse;
     bool attached = true;  // a connection is waiting on it now
     bool batch = false;    // the POST body was a batch (JSON streams answer with an array)
-    // Notifications this stream takes before the general rules (listen streams). A stream with
-    // a predicate takes no other unsolicited traffic.
-    std::function<bool(const jsonrpc::Message&)> claims;
+    // A subscriptions/listen stream: only the notifications tagged for its requests.
+    bool listen = false;
   };
 
   struct Event {

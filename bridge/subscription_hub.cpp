@@ -65,7 +65,7 @@ class Tagger {
     method_ = m.method();
   }
   jsonrpc::Message for_listen(const jsonrpc::Id& id) const {
-    return jsonrpc::Message::notification(method_, head_ + id.to_json() + tail_);
+    return jsonrpc::Message::built_notification(method_, head_ + id.to_json() + tail_, id);
   }
 
  private:
@@ -75,9 +75,7 @@ class Tagger {
 }  // namespace
 
 std::optional<jsonrpc::Id> subscription_id(const jsonrpc::Message& m) {
-  if (!m.is_notification()) return std::nullopt;
-  const auto* v = member(member(m.params(), "_meta"), kSubscriptionIdKey);
-  return v ? id_of(*v) : std::nullopt;
+  return m.subscription_id();
 }
 
 SubscriptionHub::SubscriptionHub(Limits limits) : limits_(limits) {}

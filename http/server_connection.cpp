@@ -1,5 +1,8 @@
 #include "http/server_connection.hpp"
 
+#include <algorithm>
+#include <chrono>
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/chunk_encode.hpp>
@@ -544,7 +547,8 @@ void Connection::ex_open(std::uint64_t serial, Response head) {
                               self->write_timer_.cancel();
                               self->writing_ = false;
                               if (ec) return self->close();
-                              self->arm_keepalive();
+                              self->last_chunk_at_ = std::chrono::steady_clock::now();
+                              self->arm_stream_tick(self->last_chunk_at_ + self->keepalive());
                               self->pump();
                             });
 }
@@ -641,18 +645,24 @@ void Connection::next_request() {
 
 void Connection::pump() {
   if (phase_ != Phase::streaming || writing_) return;
-  std::deque<std::string> items;
+  batch_.clear();
   {
     std::lock_guard lock(pushes_->mu);
-    items.swap(pushes_->items);
+    batch_.swap(pushes_->items);
     pushes_->kick_pending = false;
   }
-  if (!items.empty()) {
-    out_.clear();
-    for (auto& item : items)
-      out_ += item;
+  if (!batch_.empty()) {
+    if (batch_.size() == 1) {
+      out_ = std::move(batch_.front());
+    } else {
+      out_.clear();
+      for (auto& item : batch_)
+        out_ += item;
+    }
     writing_ = true;
-    arm_write_timer(out_.size());
+    // No timer operation per event: the stream tick checks this deadline (see on_stream_tick).
+    last_chunk_at_ = std::chrono::steady_clock::now();
+    chunk_deadline_ = last_chunk_at_ + write_limit(out_.size());
     net::async_write(
         stream_, bhttp::make_chunk(net::buffer(out_)),
         [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_chunk(ec); });
@@ -670,12 +680,10 @@ void Connection::pump() {
 
 void Connection::on_chunk(beast::error_code ec) {
   writing_ = false;
-  write_timer_.cancel();
   if (ec) {
     state_->log->debug("{} SSE write failed: {}", label_, ec.message());
     return close();
   }
-  arm_keepalive();
   pump();
 }
 
@@ -692,23 +700,51 @@ void Connection::on_last_chunk(beast::error_code ec) {
   next_request();
 }
 
-void Connection::arm_keepalive() {
-  keepalive_timer_.expires_after(std::chrono::seconds(state_->http.limits.keepalive_interval_s));
+std::chrono::steady_clock::duration Connection::keepalive() const {
+  return std::chrono::seconds(state_->http.limits.keepalive_interval_s);
+}
+
+std::chrono::steady_clock::duration Connection::write_limit(std::size_t bytes) const {
+  // A write that cannot finish in this time has a client that does not read.
+  return std::chrono::seconds(state_->http.limits.request_header_timeout_s) +
+         std::chrono::seconds(bytes / 65536);
+}
+
+// A stream has one timer, armed about once per keep-alive interval rather than twice per event
+// (with thousands of streams, timer cancellations per event cost more than the writes). Each
+// tick sends a keep-alive comment after a quiet interval and closes a connection whose write
+// made no progress by its deadline — noticed within one keep-alive interval after it.
+void Connection::arm_stream_tick(std::chrono::steady_clock::time_point at) {
+  keepalive_timer_.expires_at(at);
   keepalive_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
-    if (ec || self->phase_ != Phase::streaming || self->writing_ || self->ending_) return;
-    {
-      std::lock_guard lock(self->pushes_->mu);
-      if (!self->pushes_->items.empty()) return;
-      self->pushes_->items.emplace_back(sse_keepalive());
-    }
-    self->pump();
+    if (!ec) self->on_stream_tick();
   });
 }
 
+void Connection::on_stream_tick() {
+  if (phase_ != Phase::streaming || ending_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (writing_ && now >= chunk_deadline_) {
+    state_->log->info(
+        "{} a write made no progress for {} s; closing the connection", label_,
+        std::chrono::duration_cast<std::chrono::seconds>(now - last_chunk_at_).count());
+    return close();
+  }
+  auto next = last_chunk_at_ + keepalive();
+  if (!writing_ && now >= next) {
+    {
+      std::lock_guard lock(pushes_->mu);
+      if (pushes_->items.empty()) pushes_->items.emplace_back(sse_keepalive());
+    }
+    pump();
+    next = now + keepalive();
+  }
+  if (writing_) next = std::min(next, chunk_deadline_);
+  arm_stream_tick(next);
+}
+
 void Connection::arm_write_timer(std::size_t bytes) {
-  // A write that cannot finish in this time has a client that does not read.
-  const auto limit = std::chrono::seconds(state_->http.limits.request_header_timeout_s) +
-                     std::chrono::seconds(bytes / 65536);
+  const auto limit = write_limit(bytes);
   write_timer_.expires_after(limit);
   write_timer_.async_wait([self = shared_from_this(), limit](beast::error_code ec) {
     if (ec || self->phase_ == Phase::closed) return;

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -39,7 +40,7 @@ namespace mcpmqtt::http {
 // Guarded by its mutex.
 struct PushQueue {
   std::mutex mu;
-  std::deque<std::string> items;
+  std::vector<std::string> items;
   bool kick_pending = false;  // a pump is posted to the connection
   bool closed = false;        // no more pushes (overflow, stream done, connection closed)
   std::size_t limit = 0;      // http.limits.stream_queue_messages
@@ -88,7 +89,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void pump();
   void on_chunk(boost::beast::error_code ec);
   void on_last_chunk(boost::beast::error_code ec);
-  void arm_keepalive();
+  std::chrono::steady_clock::duration keepalive() const;
+  std::chrono::steady_clock::duration write_limit(std::size_t bytes) const;
+  void arm_stream_tick(std::chrono::steady_clock::time_point at);
+  void on_stream_tick();
   void arm_write_timer(std::size_t bytes);
 
   void start_watch();
@@ -126,11 +130,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
       serializer_;
   std::shared_ptr<PushQueue> pushes_;
   std::string out_;
+  std::vector<std::string> batch_;  // pushes taken from the queue (capacity reused)
   bool writing_ = false;
   bool ending_ = false;
+  std::chrono::steady_clock::time_point last_chunk_at_{};   // the last chunk write began
+  std::chrono::steady_clock::time_point chunk_deadline_{};  // it must be done by then
 
   boost::asio::steady_timer write_timer_;
-  boost::asio::steady_timer keepalive_timer_;
+  boost::asio::steady_timer keepalive_timer_;  // streams: keep-alive and write stalls
   boost::asio::steady_timer linger_timer_;
 
   // The read kept open while a session answers.

@@ -1,12 +1,9 @@
 #include "http/server_session.hpp"
 
-#include <algorithm>
-
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/beast/http/field.hpp>
 
-#include "bridge/subscription_hub.hpp"
 #include "http/server_sse.hpp"
 
 namespace mcpmqtt::http {
@@ -266,7 +263,8 @@ void Session::do_post(std::shared_ptr<Exchange> exchange, jsonrpc::Body body,
         state_->http.json_response ? StreamRouter::Format::json : StreamRouter::Format::sse;
     options.batch = body.batch;
     // 000: a subscriptions/listen request keeps its SSE stream open for the notifications
-    // tagged with its id, and that stream takes no other unsolicited traffic.
+    // tagged with its id (the router sends them nowhere else), and that stream takes no
+    // other unsolicited traffic.
     std::vector<jsonrpc::Id> listens;
     for (const auto& m : body.messages)
       if (m.is_request() && m.method() == "subscriptions/listen") listens.push_back(m.id());
@@ -277,10 +275,7 @@ void Session::do_post(std::shared_ptr<Exchange> exchange, jsonrpc::Body body,
                     "POSTs with JSON (http.json_response)");
         return;
       }
-      options.claims = [listens](const Message& m) {
-        const auto sid = bridge::subscription_id(m);
-        return sid && std::find(listens.begin(), listens.end(), *sid) != listens.end();
-      };
+      options.listen = true;
     }
     auto stream = router_.open_post(body.messages, std::move(options));
     if (!stream) {
@@ -389,12 +384,6 @@ void Session::do_delete(std::shared_ptr<Exchange> exchange) {
 
 void Session::do_send(Message message) {
   if (phase_ == Phase::closed) return;
-  if (auto sid = bridge::subscription_id(message); sid && !router_.pending(*sid)) {
-    // Tagged for a listen that has ended (its stream closed): no other stream may carry it.
-    state_->log->debug("{} {} not delivered: subscription {} has ended", label_,
-                       describe_message(message), sid->to_string());
-    return;
-  }
   auto routed = router_.route(message);
   if (phase_ == Phase::initializing && message.is_response() && message.id() == init_id_) {
     on_initialize_response(message, routed);

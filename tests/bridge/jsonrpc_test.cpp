@@ -378,3 +378,24 @@ TEST_CASE("quote escapes for JSON", "[jsonrpc]") {
   CHECK(quote("a\"b\\c\n") == R"("a\"b\\c\n")");
   CHECK(quote("") == R"("")");
 }
+
+TEST_CASE("jsonrpc 000: a notification's subscriptionId is read without building a document",
+          "[jsonrpc]") {
+  auto n = Message::parse(
+      R"({"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"a://x","_meta":{"io.modelcontextprotocol/subscriptionId":"s1"}}})");
+  REQUIRE(n);
+  CHECK(n->subscription_id() == Id::string("s1"));
+  auto i = Message::parse(
+      R"({"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":42}}})");
+  REQUIRE(i);
+  CHECK(i->subscription_id() == Id::integer(42));
+  // Only in params._meta, and only for notifications.
+  auto nested = Message::parse(
+      R"({"jsonrpc":"2.0","method":"n","params":{"x":{"_meta":{"io.modelcontextprotocol/subscriptionId":1}}}})");
+  REQUIRE(nested);
+  CHECK_FALSE(nested->subscription_id());
+  auto request = Message::parse(
+      R"({"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":1}}})");
+  REQUIRE(request);
+  CHECK_FALSE(request->subscription_id());
+}

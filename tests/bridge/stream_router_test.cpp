@@ -556,18 +556,48 @@ TEST_CASE("router: pending requests, all or only on attached streams", "[router]
   CHECK(r.attached_count() == 1);
 }
 
-TEST_CASE("router: a listen stream claims its notifications before the general rules", "[router]") {
+TEST_CASE(
+    "router 000: notifications tagged with a subscriptionId go to that listen's stream only, "
+    "and nowhere once it ended",
+    "[router]") {
   StreamRouter r({});
   StreamRouter::StreamOptions listen;
-  listen.claims = [](const Message& m) { return m.method() == "notifications/resources/updated"; };
-  const auto l = open(r, {request(1)}, std::move(listen));
+  listen.listen = true;
+  const auto l = open(r, {request(1)}, listen);
+  const auto l2 = open(r, {request(2)}, listen);
+  const auto call = open(r, {request(3)});
   REQUIRE(r.open_get());
-  CHECK(r.route(notification("notifications/resources/updated")).stream == l);
-  CHECK(r.route(notification("notifications/message")).stream == StreamRouter::kGetStream);
+  auto tagged = [](int sid) {
+    return parse(
+        R"({"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":)" +
+        std::to_string(sid) + R"(},"uri":"a://x"}})");
+  };
+  CHECK(r.route(tagged(1)).stream == l);
+  CHECK(r.route(tagged(2)).stream == l2);
+  // Untagged traffic never lands on a listen stream: the in-flight call takes it.
+  CHECK(r.route(notification("notifications/message")).stream == call);
   CHECK(r.drain_backlog(l).empty());
   auto end = r.route(result(1));
   CHECK(end.stream == l);
   CHECK(end.finished);
-  CHECK(r.route(notification("notifications/resources/updated")).stream ==
-        StreamRouter::kGetStream);
+  auto late = r.route(tagged(1));
+  CHECK(late.to == StreamRouter::Routed::To::nowhere);
+  CHECK(late.expected);
+  CHECK(r.route(tagged(7)).to == StreamRouter::Routed::To::nowhere);
+}
+
+TEST_CASE("router: a listen stream keeps a short replay buffer", "[router]") {
+  StreamRouter r({});
+  StreamRouter::StreamOptions listen;
+  listen.listen = true;
+  const auto l = open(r, {request(1)}, listen);
+  for (int i = 0; i < 100; ++i) {
+    auto routed = r.route(parse(
+        R"({"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":1}}})"));
+    CHECK(routed.evicted.empty());  // written ones go quietly
+  }
+  auto resumed = r.resume(StreamRouter::event_id(l, 1));
+  REQUIRE(resumed);
+  CHECK(resumed->incomplete);
+  CHECK(resumed->events.size() <= 8);
 }

@@ -1,0 +1,113 @@
+#include "bench/bench_support.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <stdexcept>
+#include <thread>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <mqtt/async_client.h>
+#include <sys/resource.h>
+
+#include "mqtt/topics.hpp"
+
+namespace mcpmqtt::bench {
+
+namespace net = boost::asio;
+namespace bhttp = boost::beast::http;
+
+namespace {
+std::size_t status_kib(pid_t pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field + ":", 0) == 0) return std::stoul(line.substr(field.size() + 1));
+  }
+  return 0;
+}
+}  // namespace
+
+std::size_t rss_kib(pid_t pid) {
+  return status_kib(pid, "VmRSS");
+}
+std::size_t peak_rss_kib(pid_t pid) {
+  return status_kib(pid, "VmHWM");
+}
+
+double percentile(std::vector<double>& values, double q) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(values.size())));
+  return values[std::min(values.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+void raise_fd_limit() {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &lim);
+  }
+}
+
+std::string open_session(const net::ip::tcp::endpoint& ep, const std::string& host,
+                         const std::string& path) {
+  net::io_context ioc;
+  auto post = [&](const std::string& body, const std::string& session) {
+    net::ip::tcp::socket sock(ioc);
+    sock.connect(ep);
+    bhttp::request<bhttp::string_body> req{bhttp::verb::post, path, 11};
+    req.set(bhttp::field::host, host);
+    req.set(bhttp::field::content_type, "application/json");
+    req.set(bhttp::field::accept, "application/json, text/event-stream");
+    if (!session.empty()) {
+      req.set("Mcp-Session-Id", session);
+      req.set("MCP-Protocol-Version", "2025-11-25");
+    }
+    req.body() = body;
+    req.prepare_payload();
+    bhttp::write(sock, req);
+    boost::beast::flat_buffer buf;
+    bhttp::response<bhttp::string_body> res;
+    bhttp::read(sock, buf, res);
+    return res;
+  };
+  auto init = post(
+      R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
+      R"("capabilities":{},"clientInfo":{"name":"bench","version":"1"}}})",
+      "");
+  const std::string sid(init["Mcp-Session-Id"]);
+  if (init.result_int() != 200 || sid.empty())
+    throw std::runtime_error("initialize failed: HTTP " + std::to_string(init.result_int()) + " " +
+                             init.body());
+  auto done = post(R"({"jsonrpc":"2.0","method":"notifications/initialized"})", sid);
+  if (done.result_int() != 202)
+    throw std::runtime_error("notifications/initialized: HTTP " +
+                             std::to_string(done.result_int()));
+  return sid;
+}
+
+std::string find_server_id(const std::string& broker_url, const std::string& server_name) {
+  ::mqtt::async_client c(broker_url, "bench-presence-reader", ::mqtt::create_options(5));
+  c.start_consuming();
+  c.connect(::mqtt::connect_options_builder().mqtt_version(5).clean_start(true).finalize())->wait();
+  c.subscribe(topics::server_presence_filter(server_name), 0)->wait();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  std::string id;
+  while (id.empty() && std::chrono::steady_clock::now() < deadline) {
+    ::mqtt::const_message_ptr m;
+    if (!c.try_consume_message_for(&m, std::chrono::milliseconds(200)) || !m) continue;
+    if (m->get_payload().empty()) continue;
+    if (auto t = topics::parse(m->get_topic()); t && t->kind == topics::Kind::server_presence)
+      id = t->server_id;
+  }
+  c.disconnect()->wait();
+  if (id.empty()) throw std::runtime_error("no presence of " + server_name + " within 20 s");
+  return id;
+}
+
+}  // namespace mcpmqtt::bench

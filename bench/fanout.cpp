@@ -1,0 +1,290 @@
+// Fan-out benchmark (issue 7): one resource update published on an MQTT server's capability
+// topic, delivered through the bridge to N open subscriptions/listen streams over HTTP.
+//
+// Setup: a real Mosquitto on a free loopback port; the real mcp-mqtt-bridge with HTTP ingress
+// and the C++ test server behind its stdio egress; S HTTP sessions (each with its own MQTT
+// session in the bridge), each holding N/S listen streams for the same resource URI. The
+// benchmark then publishes updates itself on the server's capability topic, as the server
+// would, each carrying its publish time (CLOCK_MONOTONIC) in params._meta, and measures, for
+// every stream, publish → the event parsed by this client. It reports p50/p99/max and the
+// bridge's RSS.
+//
+//   bench_fanout [--streams 1000,10000] [--per-session 100] [--updates 30] [--interval-ms 200]
+//                [--client-threads 2]
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <mqtt/async_client.h>
+#include <sys/resource.h>
+
+#include "bench/bench_support.hpp"
+#include "mqtt/topics.hpp"
+#include "tests/support/bridge_process.hpp"
+#include "tests/support/mosquitto.hpp"
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+using tcp = net::ip::tcp;
+using namespace std::chrono_literals;
+using namespace mcpmqtt;
+using namespace mcpmqtt::bench;
+
+namespace {
+
+const std::string kServer = "bench/fanout";
+const std::string kUri = "bench://resource";
+constexpr std::string_view kStamp = "\"bench/t\":";
+
+struct Results {
+  std::mutex mu;
+  std::vector<double> latencies_ms;
+  std::atomic<std::size_t> acked{0};
+  std::atomic<std::size_t> received{0};
+  std::atomic<std::size_t> failed{0};
+};
+
+// One subscriptions/listen stream: connect, POST, then read SSE events for ever.
+class Listener : public std::enable_shared_from_this<Listener> {
+ public:
+  Listener(net::io_context& ioc, tcp::endpoint ep, std::string request, Results& results)
+      : sock_(ioc), ep_(ep), request_(std::move(request)), results_(results) {}
+
+  void start() {
+    sock_.async_connect(ep_, [self = shared_from_this()](beast::error_code ec) {
+      if (ec) return self->fail();
+      self->sock_.set_option(tcp::no_delay(true));
+      net::async_write(self->sock_, net::buffer(self->request_),
+                       [self](beast::error_code e, std::size_t) {
+                         if (e) return self->fail();
+                         self->read_header();
+                       });
+    });
+  }
+
+ private:
+  void fail() { results_.failed++; }
+
+  void read_header() {
+    parser_.body_limit(std::numeric_limits<std::uint64_t>::max());
+    parser_.on_chunk_body(on_chunk_);
+    bhttp::async_read_header(sock_, buf_, parser_,
+                             [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                               if (ec || self->parser_.get().result_int() != 200)
+                                 return self->fail();
+                               self->read_more();
+                             });
+  }
+
+  void read_more() {
+    bhttp::async_read_some(sock_, buf_, parser_,
+                           [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                             if (ec) return self->fail();
+                             self->scan();
+                             self->read_more();
+                           });
+  }
+
+  void scan() {
+    std::size_t start = 0;
+    while (true) {
+      const auto end = sse_.find("\n\n", start);
+      if (end == std::string::npos) break;
+      const std::string_view event(sse_.data() + start, end - start);
+      start = end + 2;
+      if (event.find("notifications/subscriptions/acknowledged") != std::string_view::npos) {
+        results_.acked++;
+        continue;
+      }
+      const auto at = event.find(kStamp);
+      if (at == std::string_view::npos) continue;
+      const auto now = std::chrono::steady_clock::now().time_since_epoch();
+      const long long sent = std::strtoll(event.data() + at + kStamp.size(), nullptr, 10);
+      const double ms =
+          static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count() -
+                              sent) /
+          1e6;
+      {
+        std::lock_guard lock(results_.mu);
+        results_.latencies_ms.push_back(ms);
+      }
+      results_.received++;
+    }
+    sse_.erase(0, start);
+  }
+
+  tcp::socket sock_;
+  tcp::endpoint ep_;
+  std::string request_;
+  Results& results_;
+  beast::flat_buffer buf_;
+  bhttp::response_parser<bhttp::string_body> parser_;
+  std::string sse_;
+  std::function<std::size_t(std::uint64_t, beast::string_view, beast::error_code&)> on_chunk_ =
+      [this](std::uint64_t, beast::string_view body, beast::error_code&) {
+        sse_.append(body.data(), body.size());
+        return body.size();
+      };
+};
+
+struct Row {
+  std::size_t streams = 0, sessions = 0, updates = 0, lost = 0, failed = 0;
+  double p50 = 0, p99 = 0, max = 0;
+  double rss_before_mib = 0, rss_open_mib = 0, rss_peak_mib = 0;
+  double open_s = 0;
+};
+
+Row run(std::size_t streams, std::size_t per_session, std::size_t updates, int interval_ms,
+        int client_threads) {
+  Row row;
+  row.streams = streams;
+  row.sessions = (streams + per_session - 1) / per_session;
+  row.updates = updates;
+
+  test::Mosquitto broker;
+  const auto port = test::free_loopback_port();
+  std::ostringstream cfg;
+  cfg << R"({"mqtt": {"url": ")" << broker.url() << R"("},)"
+      << R"("http": {"listen": "127.0.0.1:)" << port << R"(", "limits": {"max_sessions": )"
+      << row.sessions + 16 << R"(, "max_connections": )" << streams + 256 << "}},"
+      << R"("ingress": {"default_server": ")" << kServer << R"("},)"
+      << R"("egress": {"max_sessions_per_server": )" << row.sessions + 16 << "},"
+      << R"("log": {"level": "warn"},)"
+      << R"("mcpServers": {")" << kServer << R"(": {"command": ")" MCPMQTT_TEST_SERVER R"("}}})";
+  test::BridgeProcess bridge({}, cfg.str());
+  const tcp::endpoint ep{net::ip::make_address("127.0.0.1"), port};
+  if (!test::wait_for_port(port, 20s)) throw std::runtime_error("the bridge did not listen");
+
+  // The server's id, from its retained presence, to publish on its capability topic.
+  const std::string server_id = find_server_id(broker.url(), kServer);
+  row.rss_before_mib = rss_kib(bridge.pid()) / 1024.0;
+
+  const std::string host = "127.0.0.1:" + std::to_string(port);
+  const auto t_open = std::chrono::steady_clock::now();
+  std::vector<std::string> sessions;
+  for (std::size_t i = 0; i < row.sessions; ++i)
+    sessions.push_back(open_session(ep, host));
+
+  net::io_context ioc;
+  Results results;
+  std::vector<std::shared_ptr<Listener>> listeners;
+  for (std::size_t i = 0; i < streams; ++i) {
+    const std::string body =
+        R"({"jsonrpc":"2.0","id":)" + std::to_string(i) +
+        R"(,"method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":[")" +
+        kUri + R"("]}}})";
+    const std::string req =
+        "POST /mcp HTTP/1.1\r\nHost: " + host +
+        "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+        "MCP-Protocol-Version: 2025-11-25\r\nMcp-Session-Id: " +
+        sessions[i / per_session] + "\r\nContent-Length: " + std::to_string(body.size()) +
+        "\r\n\r\n" + body;
+    listeners.push_back(std::make_shared<Listener>(ioc, ep, req, results));
+    listeners.back()->start();
+  }
+  auto work = net::make_work_guard(ioc);
+  std::vector<std::thread> io;
+  for (int t = 0; t < client_threads; ++t)
+    io.emplace_back([&] { ioc.run(); });
+  const auto deadline = std::chrono::steady_clock::now() + 120s;
+  while (results.acked + results.failed < streams && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(10ms);
+  row.open_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_open).count();
+  if (results.acked < streams) {
+    std::cerr << "only " << results.acked << " of " << streams << " listens acknowledged ("
+              << results.failed << " failed)\n";
+  }
+  row.rss_open_mib = rss_kib(bridge.pid()) / 1024.0;
+
+  // Publish as the server would: on its capability topic (004 §Capability change).
+  ::mqtt::async_client pub(broker.url(), "bench-fanout-publisher", ::mqtt::create_options(5));
+  pub.connect(::mqtt::connect_options_builder().mqtt_version(5).clean_start(true).finalize())
+      ->wait();
+  const std::string topic = topics::server_capability(server_id, kServer);
+  for (std::size_t k = 0; k < updates; ++k) {
+    const auto before = results.received.load();
+    const auto t = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       std::chrono::steady_clock::now().time_since_epoch())
+                       .count();
+    const std::string payload =
+        R"({"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":")" + kUri +
+        R"(","_meta":{"bench/t":)" + std::to_string(t) + "}}}";
+    pub.publish(topic, payload.data(), payload.size(), 0, false);
+    const auto until = std::chrono::steady_clock::now() + 10s;
+    while (results.received - before < results.acked && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(1ms);
+    std::this_thread::sleep_for(std::chrono::milliseconds(interval_ms));
+  }
+  pub.disconnect()->wait();
+  row.rss_peak_mib = peak_rss_kib(bridge.pid()) / 1024.0;
+  row.lost = results.acked * updates - results.received;
+  row.failed = results.failed;
+  {
+    std::lock_guard lock(results.mu);
+    row.p50 = percentile(results.latencies_ms, 0.50);
+    row.p99 = percentile(results.latencies_ms, 0.99);
+    row.max = percentile(results.latencies_ms, 1.0);
+  }
+  ioc.stop();
+  for (auto& t : io)
+    t.join();
+  return row;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::size_t> counts = {1000, 10000};
+  std::size_t per_session = 100, updates = 30;
+  int interval_ms = 200, client_threads = 2;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i], v = argv[i + 1];
+    if (a == "--streams") {
+      counts.clear();
+      std::stringstream ss(v);
+      for (std::string item; std::getline(ss, item, ',');)
+        counts.push_back(std::stoul(item));
+    } else if (a == "--per-session") {
+      per_session = std::stoul(v);
+    } else if (a == "--updates") {
+      updates = std::stoul(v);
+    } else if (a == "--client-threads") {
+      client_threads = std::stoi(v);
+    } else if (a == "--interval-ms") {
+      interval_ms = std::stoi(v);
+    } else {
+      std::cerr << "unknown option " << a << "\n";
+      return 2;
+    }
+  }
+  raise_fd_limit();
+  std::printf(
+      "| streams | sessions | updates | p50 ms | p99 ms | max ms | lost | open s | bridge RSS "
+      "idle MiB | RSS with streams MiB | peak MiB | KiB per stream |\n"
+      "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (auto n : counts) {
+    const Row r = run(n, per_session, updates, interval_ms, client_threads);
+    std::printf(
+        "| %zu | %zu | %zu | %.2f | %.2f | %.2f | %zu | %.1f | %.1f | %.1f | %.1f | %.1f |\n",
+        r.streams, r.sessions, r.updates, r.p50, r.p99, r.max, r.lost, r.open_s, r.rss_before_mib,
+        r.rss_open_mib, r.rss_peak_mib,
+        (r.rss_open_mib - r.rss_before_mib) * 1024.0 / static_cast<double>(r.streams));
+    std::fflush(stdout);
+  }
+  return 0;
+}
