@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # README command 1: installs what is missing, builds, starts a Mosquitto on loopback and runs the
 # bridge against it in the foreground, publishing the MCP reference server (server-everything,
-# pinned in tests/node and run with the pinned Node, so nothing is fetched at run time). Ctrl-C
-# stops both.
+# pinned in tests/node and run with the pinned Node, so nothing is fetched at run time), and serves
+# Streamable HTTP on 127.0.0.1:8080 (or a free port), printing the URL to point a client at.
+# Ctrl-C stops both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,9 +28,16 @@ broker=$!
 trap 'kill $broker 2>/dev/null; rm -rf "$workdir"' EXIT
 for _ in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.1; done
 
+http_port=8080
+if (exec 3<>/dev/tcp/127.0.0.1/$http_port) 2>/dev/null; then
+  http_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+fi
+
 cat > "$workdir/bridge.jsonc" <<CONF
 {
   "mqtt": { "url": "mqtt://127.0.0.1:$port" },
+  "http": { "listen": "127.0.0.1:$http_port" },
+  "ingress": { "default_server": "demo/everything" },
   "mcpServers": {
     "demo/everything": {
       "command": "$node",
@@ -43,5 +51,11 @@ cat >&2 <<MSG
 Mosquitto: mqtt://127.0.0.1:$port (log: $workdir/mosquitto.log)
 Published on MQTT: demo/everything — see its presence with
   mosquitto_sub -V 5 -p $port -t '\$mcp-server/presence/+/#' -v
+
+Point a Streamable HTTP MCP client at:
+  http://127.0.0.1:$http_port/mcp                       (demo/everything, over MQTT)
+  http://127.0.0.1:$http_port/servers/{server-name}/mcp (any server on the broker)
+  http://127.0.0.1:$http_port/servers                   (the servers online now)
+For example: npx @modelcontextprotocol/inspector, transport "Streamable HTTP", that URL.
 MSG
 ./build/daemon/mcp-mqtt-bridge --config "$workdir/bridge.jsonc"
