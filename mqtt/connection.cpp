@@ -29,6 +29,12 @@ std::string paho_error(int rc, int reason) {
 
 // A connect failure in words: Paho's generic codes say little about what a person should check.
 std::string connect_error(int rc, int reason) {
+  // Paho C reports a refusing MQTT 5 CONNACK with its reason code as the return code.
+  if (reason < 0x80 && rc >= 0x80) reason = rc;
+  if (reason == 0x86 || reason == 0x87)
+    return "the broker refused the connection: " + ::mqtt::exception::reason_code_str(reason) +
+           " (check mqtt.username and the password from mqtt.password_file or "
+           "MCPMQTT_MQTT_PASSWORD)";
   if (reason >= 0x80)
     return "the broker refused the connection: " + ::mqtt::exception::reason_code_str(reason);
   switch (rc) {

@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -75,6 +76,9 @@ void Mosquitto::start() {
   conf += "log_dest stderr\n";
   conf += "log_type error\nlog_type warning\nlog_type notice\nlog_type information\n";
   conf += "connection_messages true\n";
+  // Started as root, Mosquitto would switch to the user "mosquitto", who cannot read this
+  // test's private temp dir (its password file): stay the user the test runs as.
+  if (const passwd* pw = ::getpwuid(::geteuid())) conf += std::string("user ") + pw->pw_name + "\n";
   conf += "listener " + std::to_string(port_) + " 127.0.0.1\n";
   if (!options_.tls_cert_file.empty()) {
     conf += "certfile " + options_.tls_cert_file + "\n";
