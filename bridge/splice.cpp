@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "bridge/log.hpp"
+#include "bridge/metrics.hpp"
 
 namespace mcpmqtt::bridge {
 
@@ -33,6 +34,11 @@ std::optional<jsonrpc::Id> cancelled_id(const jsonrpc::Message& m) {
 
 constexpr int kProgressCapFactor = 10;
 
+metrics::Gauge& sessions_gauge(const std::string& direction) {
+  return metrics::registry().gauge("mcpmqtt_sessions", "MCP sessions open, by direction.",
+                                   {"direction"}, {direction});
+}
+
 }  // namespace
 
 std::shared_ptr<Splice> Splice::create(std::shared_ptr<Channel> client,
@@ -51,6 +57,7 @@ Splice::Splice(std::shared_ptr<Channel> client, std::shared_ptr<Channel> server,
       hooks_(std::move(hooks)) {}
 
 Splice::~Splice() {
+  count_session_end();
   for (auto* map : {&from_client_, &from_server_, &from_bridge_}) {
     for (auto& [id, p] : *map) {
       if (p.timer) scheduler_.cancel(p.timer);
@@ -61,6 +68,14 @@ Splice::~Splice() {
 void Splice::start() {
   if (started_) return;
   started_ = true;
+  if (!options_.metrics_direction.empty() && !closed_) {
+    counted_ = true;
+    sessions_gauge(options_.metrics_direction).inc();
+    metrics::registry()
+        .counter("mcpmqtt_sessions_total", "MCP sessions started, by direction.", {"direction"},
+                 {options_.metrics_direction})
+        .inc();
+  }
   std::weak_ptr<Splice> weak = weak_from_this();
   auto receiver = [weak](Side side) {
     return Channel::Receiver{[weak, side](jsonrpc::Message m) {
@@ -76,6 +91,34 @@ void Splice::start() {
 
 std::size_t Splice::pending(Side requester) const {
   return requester == Side::client ? from_client_.size() : from_server_.size();
+}
+
+void Splice::count(Side requester, const std::string& method, const char* outcome,
+                   const Pending* p) {
+  if (options_.metrics_direction.empty()) return;
+  const std::string m(metrics::method_label(method));
+  metrics::registry()
+      .counter("mcpmqtt_requests_total",
+               "JSON-RPC requests relayed, by direction, origin (the side that sent it), method "
+               "and outcome (result, error, timeout, cancelled, closed, refused).",
+               {"direction", "origin", "method", "outcome"},
+               {options_.metrics_direction, side_name(requester), m, outcome})
+      .inc();
+  if (p && requester == Side::client) {
+    const auto took = std::chrono::duration<double>(scheduler_.now() - p->started).count();
+    metrics::registry()
+        .histogram("mcpmqtt_request_duration_seconds",
+                   "Time from a client's request to the server's response through the bridge, "
+                   "by direction and method.",
+                   {"direction", "method"}, {options_.metrics_direction, m})
+        .observe(took);
+  }
+}
+
+void Splice::count_session_end() {
+  if (!counted_) return;
+  counted_ = false;
+  sessions_gauge(options_.metrics_direction).dec();
 }
 
 void Splice::send_to(Side to, jsonrpc::Message m) {
@@ -102,12 +145,14 @@ void Splice::on_message(Side from, jsonrpc::Message m) {
 void Splice::on_request(Side from, jsonrpc::Message m) {
   auto& map = pending_from(from);
   if (map.count(m.id())) {
+    count(from, m.method(), "refused");
     channel(from).send(jsonrpc::Message::error(
         m.id(), jsonrpc::code::invalid_request,
         "request id " + m.id().to_string() + " is already in use by a request in flight"));
     return;
   }
   if (map.size() >= options_.max_pending) {
+    count(from, m.method(), "refused");
     channel(from).send(jsonrpc::Message::error(m.id(), jsonrpc::code::connection_closed,
                                                "too many requests in flight (" +
                                                    std::to_string(map.size()) +
@@ -118,6 +163,7 @@ void Splice::on_request(Side from, jsonrpc::Message m) {
   p.method = m.method();
   p.progress_token = m.progress_token();
   p.timeout = options_.timeout_for ? options_.timeout_for(p.method) : std::chrono::milliseconds{0};
+  p.started = scheduler_.now();
   auto [it, inserted] = map.emplace(m.id(), std::move(p));
   arm(from, it->first, it->second);
   channel(other(from)).send(std::move(m));
@@ -156,6 +202,8 @@ void Splice::on_response(Side from, jsonrpc::Message m) {
     return;
   }
   if (it->second.timer) scheduler_.cancel(it->second.timer);
+  count(requester, it->second.method, m.kind() == jsonrpc::Kind::result ? "result" : "error",
+        &it->second);
   map.erase(it);
   channel(requester).send(std::move(m));
 }
@@ -172,6 +220,7 @@ void Splice::on_notification(Side from, jsonrpc::Message m) {
       return;
     }
     if (it->second.timer) scheduler_.cancel(it->second.timer);
+    count(from, it->second.method, "cancelled");
     map.erase(it);
     channel(other(from)).send(std::move(m));
     return;
@@ -219,6 +268,7 @@ void Splice::on_timeout(Side requester, const jsonrpc::Id& id) {
   if (it == map.end()) return;
   auto p = std::move(it->second);
   map.erase(it);
+  count(requester, p.method, "timeout");
   const Side responder = other(requester);
   logger()->info("{} {} {} timed out after {}", options_.log_prefix, p.method, id.to_string(),
                  seconds(p.timeout));
@@ -265,6 +315,7 @@ void Splice::answer_all(Side requester, const CloseReason& why, bool send) {
   map.clear();
   for (auto& [id, p] : pending) {
     if (p.timer) scheduler_.cancel(p.timer);
+    count(requester, p.method, "closed");
     if (!send) continue;
     channel(requester).send(jsonrpc::Message::error(id, jsonrpc::code::connection_closed,
                                                     p.method + " was not answered: " + why.detail));
@@ -289,6 +340,7 @@ void Splice::on_side_closed(Side side, const CloseReason& why) {
     if (p.done) p.done(jsonrpc::Message::error(id, jsonrpc::code::connection_closed, why.detail));
   }
   channel(survivor).close(why);
+  count_session_end();
   if (hooks_.on_closed) hooks_.on_closed(why);
 }
 
@@ -316,6 +368,7 @@ void Splice::finish(const CloseReason& why) {
   }
   client_->close(why);
   server_->close(why);
+  count_session_end();
   if (hooks_.on_closed) hooks_.on_closed(why);
 }
 

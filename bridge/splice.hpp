@@ -42,6 +42,10 @@ class Splice : public std::enable_shared_from_this<Splice> {
     std::size_t max_pending = 4096;        // per direction
     std::string log_prefix;                // "[http S 1a2b]"
     std::string name = "mcp-mqtt-bridge";  // how the bridge names itself in error messages
+    // The session's direction as a metrics label ("http_ingress", "stdio_egress", …): the splice
+    // counts itself in mcpmqtt_sessions and its requests by method and outcome, with their
+    // latency. Empty: not counted.
+    std::string metrics_direction;
   };
 
   // What a hook decides about a message.
@@ -93,6 +97,7 @@ class Splice : public std::enable_shared_from_this<Splice> {
     std::optional<jsonrpc::Id> progress_token;
     ResponseFn done;         // bridge-originated requests only
     Side to = Side::server;  // bridge-originated requests only
+    Scheduler::Clock::time_point started{};
   };
   using PendingMap = std::unordered_map<jsonrpc::Id, Pending, jsonrpc::IdHash>;
 
@@ -115,6 +120,11 @@ class Splice : public std::enable_shared_from_this<Splice> {
   void finish(const CloseReason& why);
   void last_words(const CloseReason& why);
   const char* side_name(Side s) const { return s == Side::client ? "client" : "server"; }
+  // Counts a request of `requester` that ended with `outcome` (result, error, timeout,
+  // cancelled, closed, refused); the latency of answered client requests goes in the histogram.
+  void count(Side requester, const std::string& method, const char* outcome,
+             const Pending* p = nullptr);
+  void count_session_end();
 
   std::shared_ptr<Channel> client_;
   std::shared_ptr<Channel> server_;
@@ -127,6 +137,7 @@ class Splice : public std::enable_shared_from_this<Splice> {
   std::uint64_t next_bridge_id_ = 1;
   bool started_ = false;
   bool closed_ = false;
+  bool counted_ = false;  // in mcpmqtt_sessions
 };
 
 }  // namespace mcpmqtt::bridge

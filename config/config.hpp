@@ -23,6 +23,8 @@ struct TlsConfig {
   std::string cert_file;    // client certificate (PEM), for brokers that require one
   std::string key_file;     // client private key (PEM)
   bool verify = true;       // verify the broker's certificate and host name
+
+  bool operator==(const TlsConfig&) const = default;
 };
 
 struct MqttConfig {
@@ -40,6 +42,8 @@ struct MqttConfig {
   // Derived from url by validation.
   std::string host;
   std::uint16_t port = 1883;
+
+  bool operator==(const MqttConfig&) const = default;
 };
 
 struct HttpLimits {
@@ -52,6 +56,8 @@ struct HttpLimits {
   std::size_t session_backlog_messages = 256;  // server messages held while no stream is open
   std::size_t replay_buffer_events = 256;      // per stream, for Last-Event-ID
   int keepalive_interval_s = 15;               // SSE comment lines on idle streams
+
+  bool operator==(const HttpLimits&) const = default;
 };
 
 struct HttpConfig {
@@ -69,6 +75,8 @@ struct HttpConfig {
   // Derived from listen by validation.
   std::string listen_host = "127.0.0.1";
   std::uint16_t listen_port = 8080;
+
+  bool operator==(const HttpConfig&) const = default;
 };
 
 enum class Pick { random, round_robin };
@@ -78,6 +86,8 @@ struct IngressConfig {
   std::vector<std::string> server_name_filters = {"#"};
   Pick pick = Pick::random;
   int presence_wait_ms = 5000;  // how long a new session waits for a server-name to appear
+
+  bool operator==(const IngressConfig&) const = default;
 };
 
 // Per-method request timeouts (004 §Timeouts recommends these defaults).
@@ -95,6 +105,8 @@ struct Timeouts {
     auto it = method_ms.find(method);
     return it == method_ms.end() ? default_ms : it->second;
   }
+
+  bool operator==(const Timeouts&) const = default;
 };
 
 struct ServerEntry {
@@ -114,22 +126,30 @@ struct ServerEntry {
 
   bool is_stdio() const { return !command.empty(); }
   bool is_http() const { return !url.empty(); }
+
+  bool operator==(const ServerEntry&) const = default;
 };
 
 struct EgressConfig {
   std::size_t max_sessions_per_server = 32;
   int terminate_after_ms = 2000;  // stdin closed → SIGTERM after this long
   int kill_after_ms = 3000;       // SIGTERM → SIGKILL after this long
+
+  bool operator==(const EgressConfig&) const = default;
 };
 
 struct LogConfig {
   std::string level = "info";  // trace, debug, info, warn, error, critical, off
   bool level_set = false;      // given by the file, the environment or a flag (not the default)
+
+  bool operator==(const LogConfig&) const = default;
 };
 
 struct DaemonConfig {
   int threads = 2;
   int shutdown_grace_ms = 5000;
+
+  bool operator==(const DaemonConfig&) const = default;
 };
 
 struct Config {

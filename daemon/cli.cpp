@@ -205,6 +205,10 @@ std::string usage() {
   out +=
       "\nSecrets are never taken from the command line: the MQTT password comes from\n"
       "mqtt.password_file or MCPMQTT_MQTT_PASSWORD (username: MCPMQTT_MQTT_USERNAME).\n"
+      "Signals: SIGTERM/SIGINT stop gracefully (a second one stops at once); SIGHUP reloads\n"
+      "the configuration (mcpServers, log.level, egress limits and timeouts; an invalid one is\n"
+      "rejected and the running one stays). HTTP: /mcp, /servers/{name}/mcp, /servers,\n"
+      "/healthz, /readyz and /metrics (Prometheus).\n"
       "Exit status: 0 success, 1 runtime failure, 2 bad usage or invalid configuration.\n"
       "A sample configuration documenting every key: config/bridge.example.jsonc\n";
   return out;

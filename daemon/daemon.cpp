@@ -9,6 +9,8 @@
 #include <signal.h>
 
 #include "bridge/log.hpp"
+#include "bridge/metrics.hpp"
+#include "daemon/systemd_notify.hpp"
 #include "http/server_backend.hpp"
 #include "http/server_listener.hpp"
 #include "mqtt/client_session.hpp"
@@ -34,26 +36,48 @@ class Daemon::HttpBackend : public http::Backend {
   }
   std::string servers_json() override { return d_.directory_->to_json(); }
   bool ready() override { return d_.ready(); }
-  std::string metrics_text() override { return {}; }
+  std::string metrics_text() override { return metrics::registry().text(); }
 
  private:
   Daemon& d_;
 };
 
-Daemon::Daemon(config::Config cfg)
+Daemon::Daemon(config::Config cfg, ConfigSource reload_source)
     : cfg_(std::move(cfg)),
       strand_(boost::asio::make_strand(ioc_)),
       signals_(ioc_, SIGTERM, SIGINT, SIGHUP),
       grace_timer_(strand_),
-      children_(std::make_shared<stdio::ChildRegistry>()) {}
+      children_(std::make_shared<stdio::ChildRegistry>()),
+      reload_source_(std::move(reload_source)),
+      notifier_(std::make_unique<SystemdNotifier>()),
+      readiness_timer_(strand_),
+      watchdog_timer_(strand_) {
+  auto& r = metrics::registry();
+  gauges_.push_back(
+      r.gauge_callback("mcpmqtt_children", "Child processes (stdio MCP servers) alive.",
+                       [children = children_] { return static_cast<double>(children->alive()); }));
+  gauges_.push_back(r.gauge_callback("mcpmqtt_ready",
+                                     "1 when /readyz answers 200: the HTTP listener is bound and "
+                                     "the broker connected.",
+                                     [this] { return ready() ? 1.0 : 0.0; }));
+  r.gauge("mcpmqtt_build_info", "The bridge's version, as a label.", {"version"}, {MCPMQTT_VERSION})
+      .set(1);
+}
 
 Daemon::~Daemon() {
+  // Scrapes after this point must not call into a destroyed daemon.
+  gauges_.clear();
+  server_gauges_.clear();
   // HTTP sessions hold timers of this io_context: release them first.
   http_.reset();
   ingress_.reset();
 }
 
 bool Daemon::ready() const {
+  return ready_flag_.load();
+}
+
+bool Daemon::compute_ready() const {
   // Listener bound (when there is one) and the broker connected.
   bool broker = directory_up_;
   if (!observer_) {
@@ -130,31 +154,166 @@ bool Daemon::start() {
                        ? std::string()
                        : ", and " + base + "/mcp for " + cfg_.ingress.default_server);
   }
-  std::size_t index = 0;
-  for (const auto& entry : cfg_.servers) {
-    ExposedServer::Options o;
-    o.mqtt = cfg_.mqtt;
-    o.entry = entry;
-    o.egress = cfg_.egress;
-    o.timeouts = cfg_.timeouts;
-    o.server_id = make_server_id(cfg_.mqtt.client_id_prefix, index++);
-    o.connect_meta_json = connect_meta(entry.description);
-    UpstreamFactory upstream;
-    if (entry.is_stdio()) {
-      upstream = child_upstream(entry, cfg_.egress, children_);
-    } else {
-      auto made = http_upstream(entry, cfg_.timeouts);
-      if (!made) {
-        logger()->error("[server {}] cannot be published: {}", entry.name, made.error());
-        continue;
-      }
-      upstream = std::move(*made);
-    }
-    auto server = ExposedServer::create(ioc_, o, std::move(upstream));
-    server->start();
-    servers_.push_back(std::move(server));
-  }
+  for (const auto& entry : cfg_.servers)
+    start_server(entry);
+  watch_readiness();
+  if (notifier_->watchdog_interval()) feed_watchdog();
   return true;
+}
+
+void Daemon::start_server(const config::ServerEntry& entry) {
+  ExposedServer::Options o;
+  o.mqtt = cfg_.mqtt;
+  o.entry = entry;
+  o.egress = cfg_.egress;
+  o.timeouts = cfg_.timeouts;
+  o.server_id = make_server_id(cfg_.mqtt.client_id_prefix, next_server_index_++);
+  o.connect_meta_json = connect_meta(entry.description);
+  UpstreamFactory upstream;
+  if (entry.is_stdio()) {
+    upstream = child_upstream(entry, cfg_.egress, children_);
+  } else {
+    auto made = http_upstream(entry, cfg_.timeouts);
+    if (!made) {
+      logger()->error("[server {}] cannot be published: {}", entry.name, made.error());
+      return;
+    }
+    upstream = std::move(*made);
+  }
+  auto server = ExposedServer::create(ioc_, o, std::move(upstream));
+  server->start();
+  std::weak_ptr<ExposedServer> weak = server;
+  server_gauges_[entry.name] = metrics::registry().gauge_callback(
+      "mcpmqtt_exposed_server_sessions",
+      "MQTT client sessions of each server the bridge publishes (its children or upstream HTTP "
+      "sessions).",
+      [weak] {
+        auto s = weak.lock();
+        return s ? static_cast<double>(s->session_count()) : 0.0;
+      },
+      {"server_name"}, {entry.name});
+  servers_.push_back(std::move(server));
+}
+
+void Daemon::retire_server(std::shared_ptr<ExposedServer> server, const std::string& why) {
+  logger()->info("[server {}] going offline: {}", server->server_name(), why);
+  ++retiring_;
+  const auto grace = std::chrono::milliseconds(cfg_.daemon.shutdown_grace_ms);
+  // Its sessions get `disconnected`, its children are terminated, its presence is cleared.
+  server->stop(grace, [this, server] {
+    boost::asio::post(strand_, [this, server] {
+      --retiring_;
+      logger()->info("[server {}] offline", server->server_name());
+    });
+  });
+}
+
+void Daemon::reload() {
+  if (!reload_source_) {
+    logger()->warn(
+        "SIGHUP: the configuration came from the command line only; there is nothing to reload "
+        "from");
+    return;
+  }
+  notifier_->reloading("reloading the configuration");
+  auto loaded = reload_source_();
+  if (!loaded.ok()) {
+    logger()->error(
+        "SIGHUP: the new configuration is rejected and the running one stays in effect:\n{}",
+        config::format_problems(loaded.problems, "the configuration"));
+    notifier_->ready("reload rejected: the configuration has problems (see the log)");
+    return;
+  }
+  config::Config next = std::move(*loaded.config);
+  std::vector<std::string> changes;
+
+  if (next.log.level != cfg_.log.level) {
+    log::set_level(next.log.level);
+    changes.push_back("log level " + cfg_.log.level + " -> " + next.log.level);
+    cfg_.log = next.log;
+  }
+  // Parts that own live connections are not rebuilt by a reload.
+  std::vector<std::string> need_restart;
+  if (!(next.mqtt == cfg_.mqtt)) need_restart.push_back("mqtt");
+  if (!(next.http == cfg_.http)) need_restart.push_back("http");
+  if (!(next.ingress == cfg_.ingress)) need_restart.push_back("ingress");
+  if (!(next.daemon == cfg_.daemon)) need_restart.push_back("daemon");
+  if (!need_restart.empty()) {
+    std::string keys;
+    for (const auto& k : need_restart)
+      keys += (keys.empty() ? "" : ", ") + k;
+    logger()->warn("SIGHUP: changes to {} take effect only after a restart; kept as they were",
+                   keys);
+  }
+  // Egress limits and timeouts apply to servers started from now on.
+  const bool egress_changed = !(next.egress == cfg_.egress) || !(next.timeouts == cfg_.timeouts);
+  cfg_.egress = next.egress;
+  cfg_.timeouts = next.timeouts;
+
+  // Servers: by name. Removed ones go offline, changed ones are replaced, new ones start.
+  std::vector<std::shared_ptr<ExposedServer>> kept;
+  for (auto& server : servers_) {
+    const auto* entry = next.find_server(server->server_name());
+    const auto* old = cfg_.find_server(server->server_name());
+    if (!entry) {
+      server_gauges_.erase(server->server_name());
+      changes.push_back("removed " + server->server_name());
+      retire_server(server, "removed from mcpServers");
+    } else if (!old || !(*entry == *old)) {
+      changes.push_back("changed " + server->server_name());
+      retire_server(server, "its mcpServers entry changed; a new instance replaces it");
+    } else {
+      kept.push_back(server);
+    }
+  }
+  servers_ = std::move(kept);
+  for (const auto& entry : next.servers) {
+    const bool running = std::any_of(servers_.begin(), servers_.end(),
+                                     [&](const auto& s) { return s->server_name() == entry.name; });
+    if (running) continue;
+    if (!cfg_.find_server(entry.name)) changes.push_back("added " + entry.name);
+    start_server(entry);
+  }
+  cfg_.servers = next.servers;
+  if (egress_changed) changes.push_back("egress limits and timeouts (for new servers)");
+
+  std::string summary;
+  for (const auto& c : changes)
+    summary += (summary.empty() ? "" : "; ") + c;
+  logger()->info("SIGHUP: configuration reloaded: {}", summary.empty() ? "no change" : summary);
+  notifier_->ready("configuration reloaded");
+}
+
+// Polls readiness on the daemon's strand every 100 ms (/readyz answers from what it saw):
+// READY=1 the first time, STATUS= when it changes.
+void Daemon::watch_readiness() {
+  if (stopping_) return;
+  const bool now = compute_ready();
+  ready_flag_ = now;
+  if (now && !announced_ready_) {
+    announced_ready_ = true;
+    logger()->info("ready: {}", cfg_.http.enabled ? "HTTP listener bound, broker connected"
+                                                  : "broker connected");
+    notifier_->ready("ready");
+  } else if (announced_ready_ && now != last_ready_) {
+    logger()->info("readiness: {}", now ? "ready again" : "not ready (broker connection lost)");
+    notifier_->status(now ? "ready" : "not ready: broker connection lost, reconnecting");
+  }
+  last_ready_ = now;
+  readiness_timer_.expires_after(std::chrono::milliseconds(100));
+  readiness_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) watch_readiness();
+  });
+}
+
+void Daemon::feed_watchdog() {
+  const auto interval = notifier_->watchdog_interval();
+  if (!interval || finished_) return;
+  notifier_->watchdog();
+  watchdog_timer_.expires_after(*interval);
+  watchdog_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) feed_watchdog();
+  });
 }
 
 void Daemon::on_signal(int signo) {
@@ -162,9 +321,11 @@ void Daemon::on_signal(int signo) {
     if (!ec) boost::asio::post(strand_, [this, s] { on_signal(s); });
   });
   if (signo == SIGHUP) {
-    logger()->warn(
-        "SIGHUP: reloading the configuration is not supported by this build; the "
-        "current configuration stays in effect");
+    if (stopping_) {
+      logger()->info("SIGHUP while stopping: ignored");
+      return;
+    }
+    reload();
     return;
   }
   if (stopping_) {
@@ -179,6 +340,9 @@ void Daemon::on_signal(int signo) {
 
 void Daemon::begin_stop(const std::string& why) {
   stopping_ = true;
+  ready_flag_ = false;
+  readiness_timer_.cancel();
+  notifier_->stopping("stopping (" + why + ")");
   const auto grace = std::chrono::milliseconds(cfg_.daemon.shutdown_grace_ms);
   logger()->info("stopping ({}); grace period {} ms", why, grace.count());
   grace_timer_.expires_after(grace);
@@ -223,6 +387,8 @@ void Daemon::finish_stop() {
   if (finished_) return;
   finished_ = true;
   grace_timer_.cancel();
+  readiness_timer_.cancel();
+  watchdog_timer_.cancel();
   signals_.cancel();
   logger()->info("stopped");
   ioc_.stop();

@@ -3,10 +3,23 @@
 // their clients, children are terminated, all within daemon.shutdown_grace_ms; a second signal
 // stops at once.
 //
+// SIGHUP reloads the configuration from its source: servers added to mcpServers come online,
+// removed ones go offline (presence cleared, their sessions ended), changed ones are replaced,
+// a new log level applies at once; an invalid configuration is rejected with its problems
+// logged and the running one stays. Settings of the broker connection, the HTTP listener, the
+// ingress and the daemon itself need a restart (the reload says so and keeps the old values).
+//
+// Under systemd ($NOTIFY_SOCKET) it reports READY=1 once the HTTP listener is bound and the
+// broker is connected, RELOADING=1/READY=1 around a reload, STOPPING=1 on shutdown, STATUS=
+// when readiness changes, and WATCHDOG=1 at half of WatchdogSec= from the daemon's strand (so
+// a stuck event loop is noticed).
+//
 // run() is called once, from main; everything else happens on the daemon's strand.
 #pragma once
 
 #include <atomic>
+#include <functional>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -15,6 +28,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "bridge/directory.hpp"
+#include "bridge/metrics.hpp"
 #include "config/config.hpp"
 #include "daemon/egress.hpp"
 #include "daemon/ingress.hpp"
@@ -29,9 +43,15 @@ class Server;
 
 namespace mcpmqtt::daemon {
 
+class SystemdNotifier;
+
 class Daemon {
  public:
-  explicit Daemon(config::Config cfg);
+  // Where SIGHUP reads the configuration again (the same file, environment and flags as at
+  // start). Without one, SIGHUP only logs that there is nothing to reload from.
+  using ConfigSource = std::function<config::LoadResult()>;
+
+  explicit Daemon(config::Config cfg, ConfigSource reload_source = {});
   ~Daemon();
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
@@ -42,8 +62,14 @@ class Daemon {
  private:
   class HttpBackend;
   bool start();
-  bool ready() const;
+  bool ready() const;          // any thread: the last readiness seen on the strand
+  bool compute_ready() const;  // on the strand
   void on_signal(int signo);
+  void reload();
+  void start_server(const config::ServerEntry& entry);
+  void retire_server(std::shared_ptr<ExposedServer> server, const std::string& why);
+  void watch_readiness();
+  void feed_watchdog();
   void begin_stop(const std::string& why);
   void after_servers_stopped();
   void finish_stop();
@@ -57,6 +83,17 @@ class Daemon {
   std::shared_ptr<bridge::Directory> directory_;
   std::shared_ptr<mqtt::DirectoryObserver> observer_;
   std::vector<std::shared_ptr<ExposedServer>> servers_;
+  std::size_t retiring_ = 0;  // servers removed by a reload, still stopping
+  std::size_t next_server_index_ = 0;
+  ConfigSource reload_source_;
+  std::unique_ptr<SystemdNotifier> notifier_;
+  boost::asio::steady_timer readiness_timer_;
+  boost::asio::steady_timer watchdog_timer_;
+  std::atomic<bool> ready_flag_{false};
+  bool announced_ready_ = false;
+  bool last_ready_ = false;
+  std::map<std::string, std::shared_ptr<metrics::Registry::CallbackHandle>> server_gauges_;
+  std::vector<std::shared_ptr<metrics::Registry::CallbackHandle>> gauges_;
   std::shared_ptr<Ingress> ingress_;
   std::unique_ptr<HttpBackend> backend_;
   std::unique_ptr<http::Server> http_;

@@ -161,6 +161,7 @@ void ExposedServer::on_initialize(const std::shared_ptr<mqtt::ClientLink>& link,
     return std::chrono::milliseconds(timeouts.for_method(method));
   };
   so.log_prefix = prefix;
+  so.metrics_direction = options_.entry.is_stdio() ? "stdio_egress" : "http_egress";
   bridge::Splice::Hooks hooks;
   std::weak_ptr<ExposedServer> weak = weak_from_this();
   const auto cid = link->client_id();

@@ -126,6 +126,7 @@ struct Ingress::Session : std::enable_shared_from_this<Session> {
       return std::chrono::milliseconds(timeouts.for_method(method));
     };
     so.log_prefix = upstream->describe();
+    so.metrics_direction = in->options_.metrics_direction;
     bridge::Splice::Hooks hooks;
     std::weak_ptr<Session> weak = weak_from_this();
     hooks.on_closed = [weak](const bridge::CloseReason& why) {

@@ -31,6 +31,7 @@ class Ingress : public std::enable_shared_from_this<Ingress> {
   struct Options {
     config::MqttConfig mqtt;
     config::IngressConfig ingress;
+    std::string metrics_direction = "http_ingress";  // or "stdio_ingress"
     config::Timeouts timeouts;
     std::string connect_meta_json = "{}";
     std::size_t max_held = 256;  // downstream messages held while the upstream is being opened

@@ -10,14 +10,40 @@
 
 namespace mcpmqtt::daemon {
 
-std::optional<config::Config> load_config(const CommandLine& cl) {
-  std::string file = cl.config_file;
-  if (file.empty()) {
-    if (const char* env = std::getenv("MCPMQTT_CONFIG"); env && *env) file = env;
-  }
+namespace {
+
+std::string config_file(const CommandLine& cl) {
+  if (!cl.config_file.empty()) return cl.config_file;
+  if (const char* env = std::getenv("MCPMQTT_CONFIG"); env && *env) return env;
+  return {};
+}
+
+// The file (or the defaults), the environment, then the flags: at start and on every SIGHUP.
+config::LoadResult read_config(const CommandLine& cl) {
+  const std::string file = config_file(cl);
   config::LoadResult result = file.empty() ? config::defaults() : config::load_file(file);
   config::apply_overrides(result, cl.overrides);
+  return result;
+}
+
+// `expose`: exactly one server, the one on the command line; no HTTP ingress.
+void make_expose(const CommandLine& cl, config::Config& cfg) {
+  config::ServerEntry entry;
+  entry.name = cl.name;
+  entry.description = cl.description;
+  entry.command = cl.child_argv.front();
+  entry.args.assign(cl.child_argv.begin() + 1, cl.child_argv.end());
+  entry.max_sessions = cfg.egress.max_sessions_per_server;
+  cfg.servers = {entry};
+  cfg.http.enabled = false;
+}
+
+}  // namespace
+
+std::optional<config::Config> load_config(const CommandLine& cl) {
+  auto result = read_config(cl);
   if (!result.ok()) {
+    const std::string file = config_file(cl);
     std::cerr << config::format_problems(result.problems, file.empty() ? "command line" : file);
     return std::nullopt;
   }
@@ -48,7 +74,7 @@ int run(const CommandLine& cl) {
       auto cfg = load_config(cl);
       if (!cfg) return kExitUsage;
       setup_logging(*cfg);
-      Daemon d(std::move(*cfg));
+      Daemon d(std::move(*cfg), [cl] { return read_config(cl); });
       return d.run();
     }
     case Command::expose: {
@@ -58,17 +84,14 @@ int run(const CommandLine& cl) {
         std::cerr << "mcp-mqtt-bridge: --name \"" << cl.name << "\" " << why << "\n";
         return kExitUsage;
       }
-      // Exactly one server, the one on the command line; no HTTP ingress.
-      config::ServerEntry entry;
-      entry.name = cl.name;
-      entry.description = cl.description;
-      entry.command = cl.child_argv.front();
-      entry.args.assign(cl.child_argv.begin() + 1, cl.child_argv.end());
-      entry.max_sessions = cfg->egress.max_sessions_per_server;
-      cfg->servers = {entry};
-      cfg->http.enabled = false;
+      make_expose(cl, *cfg);
       setup_logging(*cfg);
-      Daemon d(std::move(*cfg));
+      // A reload re-reads the file and environment (log level, limits); the server stays.
+      Daemon d(std::move(*cfg), [cl] {
+        auto r = read_config(cl);
+        if (r.ok()) make_expose(cl, *r.config);
+        return r;
+      });
       return d.run();
     }
     case Command::stdio: {

@@ -44,6 +44,7 @@ int run_stdio_ingress(config::Config cfg, const std::string& server_name) {
   auto observer = mqtt::DirectoryObserver::create(boost::asio::make_strand(ioc), oo, directory);
 
   Ingress::Options io;
+  io.metrics_direction = "stdio_ingress";
   io.mqtt = cfg.mqtt;
   io.ingress = cfg.ingress;
   io.timeouts = cfg.timeouts;

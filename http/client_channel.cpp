@@ -19,6 +19,7 @@
 #include <openssl/ssl.h>
 
 #include "bridge/log.hpp"
+#include "bridge/metrics.hpp"
 #include "http/client_connection.hpp"
 #include "http/client_request.hpp"
 #include "http/client_sse_parser.hpp"
@@ -462,6 +463,8 @@ void UpstreamChannelImpl::do_connect(const ExchangePtr& ex) {
 }
 
 void UpstreamChannelImpl::do_write(const ExchangePtr& ex) {
+  static auto& bytes_out = metrics::bytes_counter("http", "out");
+  bytes_out.inc(ex->request.body().size());
   // The request is copied: it is sent again if a kept-alive connection turns out stale.
   ex->conn->async_write(ex->request, spec_.response_timeout,
                         [self = shared_from_this(), ex](const auto& f) {
@@ -650,6 +653,8 @@ void UpstreamChannelImpl::on_header(const ExchangePtr& ex) {
 }
 
 void UpstreamChannelImpl::on_body(const ExchangePtr& ex, std::string_view data, bool complete) {
+  static auto& bytes_in = metrics::bytes_counter("http", "in");
+  bytes_in.inc(data.size());
   switch (ex->body) {
     case Exchange::Body::json:
       if (ex->text.size() + data.size() > spec_.max_body_bytes) {

@@ -10,6 +10,7 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 
+#include "bridge/metrics.hpp"
 #include "http/server_session.hpp"
 #include "http/server_sse.hpp"
 
@@ -364,6 +365,8 @@ std::optional<Response> Connection::precheck(const Request& req) {
 void Connection::on_request() {
   stream_.expires_never();
   auto& req = parser_->get();
+  static auto& bytes_in = metrics::bytes_counter("http", "in");
+  bytes_in.inc(req.body().size());
   switch (route_.kind) {
     case Route::Kind::servers: {
       Response res{bhttp::status::ok, 11};
@@ -615,6 +618,8 @@ void Connection::write_response(Response res, bool close_after) {
   if (close_after) keep_alive_ = false;
   finish_response(res, false);
   response_ = std::make_shared<Response>(std::move(res));
+  static auto& bytes_out = metrics::bytes_counter("http", "out");
+  bytes_out.inc(response_->body().size());
   phase_ = Phase::writing;
   arm_write_timer(response_->body().size());
   bhttp::async_write(
@@ -660,6 +665,8 @@ void Connection::pump() {
         out_ += item;
     }
     writing_ = true;
+    static auto& bytes_out = metrics::bytes_counter("http", "out");
+    bytes_out.inc(out_.size());
     // No timer operation per event: the stream tick checks this deadline (see on_stream_tick).
     last_chunk_at_ = std::chrono::steady_clock::now();
     chunk_deadline_ = last_chunk_at_ + write_limit(out_.size());

@@ -9,6 +9,7 @@
 #include <rapidjson/document.h>
 
 #include "bridge/log.hpp"
+#include "bridge/metrics.hpp"
 #include "mqtt/executor_gate.hpp"
 #include "mqtt/tcp_nodelay.hpp"
 
@@ -207,6 +208,7 @@ Connection::Connection(boost::asio::any_io_executor strand, ConnectionOptions op
       rng_(std::random_device{}()) {}
 
 Connection::~Connection() {
+  count_up(false);
   retry_timer_.cancel();
   wake_timer_.cancel();
   if (!paho_) return;
@@ -238,6 +240,8 @@ void Connection::connect() {
     in.topic = m->get_topic();
     in.payload = m->get_payload_ref().ptr();
     if (!in.payload) in.payload = std::make_shared<const std::string>();
+    static auto& bytes_in = metrics::bytes_counter("mqtt", "in");
+    bytes_in.inc(in.payload->size());
     in.retained = m->is_retained();
     in.qos = m->get_qos();
     const auto& props = m->get_properties();
@@ -404,7 +408,14 @@ void Connection::on_connect_result(const OpResult& r) {
   attempt_ = 0;
   PahoWaker::instance().add(paho_->client);
   const bool reconnected = ever_connected_;
-  if (reconnected) ++reconnects_;
+  count_up(true);
+  if (reconnected) {
+    ++reconnects_;
+    static auto& reconnects = metrics::registry().counter(
+        "mcpmqtt_mqtt_reconnects_total",
+        "MQTT connections of the bridge made again after they were lost.");
+    reconnects.inc();
+  }
   ever_connected_ = true;
   logger()->debug("{} connected to {}{}{}", describe(), server_uri(options_.broker),
                   reconnected ? " again" : "",
@@ -426,6 +437,11 @@ void Connection::on_lost(const std::string& cause) {
   logger()->warn("{} lost the broker connection: {}", describe(),
                  cause.empty() ? "connection closed" : cause);
   state_ = options_.reconnect ? State::waiting_retry : State::closed;
+  count_up(false);
+  static auto& losses = metrics::registry().counter(
+      "mcpmqtt_mqtt_connection_losses_total",
+      "MQTT connections of the bridge lost without a disconnect of its own.");
+  losses.inc();
   PahoWaker::instance().remove(paho_->client.get());
   if (handlers_.on_connection_lost) handlers_.on_connection_lost(cause);
   // The owner may have disconnected us from its handler.
@@ -577,11 +593,14 @@ void Connection::send_publish(const std::string& topic, std::shared_ptr<const st
   };
   auto msg = ::mqtt::message_ptr_builder()
                  .topic(topic)
-                 .payload(::mqtt::binary_ref(std::move(payload)))
+                 .payload(::mqtt::binary_ref(payload))
                  .qos(options_.qos)
                  .retained(retained)
                  .properties(std::move(props))
                  .finalize();
+  static auto& bytes_out = metrics::bytes_counter("mqtt", "out");
+  bytes_out.inc(payload->size());
+  payload.reset();
   const auto op = add_op(std::move(done));
   std::weak_ptr<Connection> weak = weak_from_this();
   auto gate = gate_;
@@ -650,6 +669,7 @@ void Connection::disconnect(std::chrono::milliseconds timeout, std::function<voi
     return;
   }
   state_ = State::disconnecting;
+  count_up(false);
   PahoWaker::instance().remove(paho_->client.get());
   wake_deadline_ = {};
   wake_paho();
@@ -682,6 +702,17 @@ void Connection::disconnect(std::chrono::milliseconds timeout, std::function<voi
     listener.discard();
     finish_disconnect();
   }
+}
+
+void Connection::count_up(bool up) {
+  static auto& connections = metrics::registry().gauge(
+      "mcpmqtt_mqtt_connections", "MQTT connections of the bridge that are up.");
+  if (up == counted_up_) return;
+  counted_up_ = up;
+  if (up)
+    connections.inc();
+  else
+    connections.dec();
 }
 
 void Connection::finish_disconnect() {

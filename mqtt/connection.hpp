@@ -148,6 +148,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool ever_connected_ = false;
   int attempt_ = 0;
   std::uint64_t reconnects_ = 0;
+  bool counted_up_ = false;  // in mcpmqtt_mqtt_connections
+  void count_up(bool up);
   boost::asio::steady_timer retry_timer_;
   boost::asio::steady_timer wake_timer_;
   std::chrono::steady_clock::time_point wake_deadline_{};

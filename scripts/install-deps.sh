@@ -41,8 +41,9 @@ else
   if [[ $mode == test ]]; then
     # openssl: test certificates; systemd: systemd-analyze verify; clang-format: style check;
     # nodejs/npm: fetch the pinned MCP peers (SDK, conformance suite, Node 22) from npm;
-    # python3: scripts/lint-deploy.py, the Dockerfile and compose checks.
-    packages+=(openssl systemd clang-format python3)
+    # python3: scripts/lint-deploy.py, the Dockerfile and compose checks;
+    # python3-prometheus-client: the Prometheus project's own parser reads GET /metrics in a test.
+    packages+=(openssl systemd clang-format python3 python3-prometheus-client)
     command -v npm >/dev/null || packages+=(nodejs npm)
   fi
 fi

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "bridge/log.hpp"
+#include "bridge/metrics.hpp"
 #include "stdio/line_codec.hpp"
 #include "stdio/line_splitter.hpp"
 #include "stdio/process_util.hpp"
@@ -223,6 +224,8 @@ class ChildProcess : public std::enable_shared_from_this<ChildProcess> {
       evaluate();
       return;
     }
+    static auto& bytes_out = metrics::bytes_counter("stdio", "out");
+    bytes_out.inc(bytes);
     queue_.push_back(std::move(message));
     queued_bytes_ += bytes;
     if (!writing_) do_write();
@@ -497,6 +500,8 @@ class ChildProcess : public std::enable_shared_from_this<ChildProcess> {
   void on_read_stdout(const error_code& ec, std::size_t n) {
     if (finished_) return;
     if (n > 0) {
+      static auto& bytes_in = metrics::bytes_counter("stdio", "in");
+      bytes_in.inc(n);
       out_lines_.feed(std::string_view(out_buf_.get(), n),
                       [this](LineSplitter::Line&& line) { on_stdout_line(std::move(line)); });
       if (finished_) return;
