@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -13,6 +15,7 @@
 #include <boost/beast/http.hpp>
 #include <mqtt/async_client.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "mqtt/topics.hpp"
 
@@ -37,6 +40,21 @@ std::size_t rss_kib(pid_t pid) {
 }
 std::size_t peak_rss_kib(pid_t pid) {
   return status_kib(pid, "VmHWM");
+}
+
+double cpu_seconds(pid_t pid) {
+  // /proc/PID/stat: fields 14 and 15 (utime, stime) after the parenthesised command name.
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(close + 2));
+  std::string skip;
+  for (int i = 3; i < 14; ++i)
+    fields >> skip;
+  unsigned long long utime = 0, stime = 0;
+  fields >> utime >> stime;
+  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
 double percentile(std::vector<double>& values, double q) {

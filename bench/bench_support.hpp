@@ -14,6 +14,8 @@ namespace mcpmqtt::bench {
 // VmRSS and VmHWM (peak) of a process, in KiB; 0 when unknown.
 std::size_t rss_kib(pid_t pid);
 std::size_t peak_rss_kib(pid_t pid);
+// CPU time (user + system) a process has used so far, in seconds (clock-tick resolution).
+double cpu_seconds(pid_t pid);
 
 // The q-quantile (0..1) of `values` by nearest rank; sorts `values`. 0 when empty.
 double percentile(std::vector<double>& values, double q);

@@ -10,7 +10,7 @@
 // bridge's RSS.
 //
 //   bench_fanout [--streams 1000,10000] [--per-session 100] [--updates 30] [--interval-ms 200]
-//                [--client-threads 2]
+//                [--client-threads 2] [--bridge-threads 2]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -147,10 +147,11 @@ struct Row {
   double p50 = 0, p99 = 0, max = 0;
   double rss_before_mib = 0, rss_open_mib = 0, rss_peak_mib = 0;
   double open_s = 0;
+  double cpu_us_per_event = 0;
 };
 
 Row run(std::size_t streams, std::size_t per_session, std::size_t updates, int interval_ms,
-        int client_threads) {
+        int client_threads, int bridge_threads) {
   Row row;
   row.streams = streams;
   row.sessions = (streams + per_session - 1) / per_session;
@@ -164,7 +165,7 @@ Row run(std::size_t streams, std::size_t per_session, std::size_t updates, int i
       << row.sessions + 16 << R"(, "max_connections": )" << streams + 256 << "}},"
       << R"("ingress": {"default_server": ")" << kServer << R"("},)"
       << R"("egress": {"max_sessions_per_server": )" << row.sessions + 16 << "},"
-      << R"("log": {"level": "warn"},)"
+      << R"("log": {"level": "warn"}, "daemon": {"threads": )" << bridge_threads << "},"
       << R"("mcpServers": {")" << kServer << R"(": {"command": ")" MCPMQTT_TEST_SERVER R"("}}})";
   test::BridgeProcess bridge({}, cfg.str());
   const tcp::endpoint ep{net::ip::make_address("127.0.0.1"), port};
@@ -216,6 +217,8 @@ Row run(std::size_t streams, std::size_t per_session, std::size_t updates, int i
   pub.connect(::mqtt::connect_options_builder().mqtt_version(5).clean_start(true).finalize())
       ->wait();
   const std::string topic = topics::server_capability(server_id, kServer);
+  const double cpu_before = cpu_seconds(bridge.pid());
+  const double self_before = cpu_seconds(::getpid());
   for (std::size_t k = 0; k < updates; ++k) {
     const auto before = results.received.load();
     const auto t = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -230,6 +233,12 @@ Row run(std::size_t streams, std::size_t per_session, std::size_t updates, int i
       std::this_thread::sleep_for(1ms);
     std::this_thread::sleep_for(std::chrono::milliseconds(interval_ms));
   }
+  // The bridge is idle between updates: its CPU time is what the deliveries cost.
+  row.cpu_us_per_event = (cpu_seconds(bridge.pid()) - cpu_before) * 1e6 /
+                         static_cast<double>(std::max<std::size_t>(1, results.acked * updates));
+  std::fprintf(stderr, "client CPU us per event: %.1f\n",
+               (cpu_seconds(::getpid()) - self_before) * 1e6 /
+                   static_cast<double>(std::max<std::size_t>(1, results.acked * updates)));
   pub.disconnect()->wait();
   row.rss_peak_mib = peak_rss_kib(bridge.pid()) / 1024.0;
   row.lost = results.acked * updates - results.received;
@@ -251,7 +260,7 @@ Row run(std::size_t streams, std::size_t per_session, std::size_t updates, int i
 int main(int argc, char** argv) {
   std::vector<std::size_t> counts = {1000, 10000};
   std::size_t per_session = 100, updates = 30;
-  int interval_ms = 200, client_threads = 2;
+  int interval_ms = 200, client_threads = 2, bridge_threads = 2;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--streams") {
@@ -265,6 +274,8 @@ int main(int argc, char** argv) {
       updates = std::stoul(v);
     } else if (a == "--client-threads") {
       client_threads = std::stoi(v);
+    } else if (a == "--bridge-threads") {
+      bridge_threads = std::stoi(v);
     } else if (a == "--interval-ms") {
       interval_ms = std::stoi(v);
     } else {
@@ -275,15 +286,18 @@ int main(int argc, char** argv) {
   raise_fd_limit();
   std::printf(
       "| streams | sessions | updates | p50 ms | p99 ms | max ms | lost | open s | bridge RSS "
-      "idle MiB | RSS with streams MiB | peak MiB | KiB per stream |\n"
-      "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+      "idle MiB | RSS with streams MiB | peak MiB | KiB per stream | bridge CPU µs per event "
+      "|\n"
+      "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (auto n : counts) {
-    const Row r = run(n, per_session, updates, interval_ms, client_threads);
+    const Row r = run(n, per_session, updates, interval_ms, client_threads, bridge_threads);
     std::printf(
-        "| %zu | %zu | %zu | %.2f | %.2f | %.2f | %zu | %.1f | %.1f | %.1f | %.1f | %.1f |\n",
+        "| %zu | %zu | %zu | %.2f | %.2f | %.2f | %zu | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f "
+        "|\n",
         r.streams, r.sessions, r.updates, r.p50, r.p99, r.max, r.lost, r.open_s, r.rss_before_mib,
         r.rss_open_mib, r.rss_peak_mib,
-        (r.rss_open_mib - r.rss_before_mib) * 1024.0 / static_cast<double>(r.streams));
+        (r.rss_open_mib - r.rss_before_mib) * 1024.0 / static_cast<double>(r.streams),
+        r.cpu_us_per_event);
     std::fflush(stdout);
   }
   return 0;

@@ -24,8 +24,9 @@
 //
 // - A notification tagged with a subscriptionId (000 §Receiving Notifications) goes to the
 //   stream of that subscriptions/listen request while it is pending, else nowhere. A listen
-//   stream (StreamOptions::listen) takes nothing else unsolicited, and keeps a short replay
-//   buffer: closing it cancels the listen (000 §Cancellation), so nothing resumes it.
+//   stream (StreamOptions::listen) takes nothing else unsolicited, and keeps no replay buffer
+//   once attached (a few events while detached): closing it cancels the listen
+//   (000 §Cancellation), so nothing resumes it.
 //
 // One strand; not thread-safe.
 #pragma once

@@ -40,7 +40,8 @@ namespace mcpmqtt::http {
 // Guarded by its mutex.
 struct PushQueue {
   std::mutex mu;
-  std::vector<std::string> items;
+  std::string bytes;          // what the pushes since the last write added (capacity reused)
+  std::size_t items = 0;      // how many pushes that is
   bool kick_pending = false;  // a pump is posted to the connection
   bool closed = false;        // no more pushes (overflow, stream done, connection closed)
   std::size_t limit = 0;      // http.limits.stream_queue_messages
@@ -89,6 +90,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void pump();
   void on_chunk(boost::beast::error_code ec);
   void on_last_chunk(boost::beast::error_code ec);
+  void after_chunk();
   std::chrono::steady_clock::duration keepalive() const;
   std::chrono::steady_clock::duration write_limit(std::size_t bytes) const;
   void arm_stream_tick(std::chrono::steady_clock::time_point at);
@@ -129,8 +131,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::optional<boost::beast::http::response_serializer<boost::beast::http::string_body>>
       serializer_;
   std::shared_ptr<PushQueue> pushes_;
-  std::string out_;
-  std::vector<std::string> batch_;  // pushes taken from the queue (capacity reused)
+  std::string out_;      // the bytes being written (swapped with PushQueue::bytes)
+  char chunk_head_[24];  // the chunk-size line of the chunk being written
   bool writing_ = false;
   bool ending_ = false;
   std::chrono::steady_clock::time_point last_chunk_at_{};   // the last chunk write began

@@ -516,7 +516,7 @@ void Session::open_sse(StreamId stream, const std::shared_ptr<Exchange>& exchang
 
 void Session::write_event(StreamId stream, const StreamRouter::Event& event) {
   auto it = exchanges_.find(stream);
-  if (it != exchanges_.end()) it->second->push(sse_event(event.id, event.message.text()));
+  if (it != exchanges_.end()) it->second->push_event(event.id, event.message.text());
 }
 
 void Session::end_stream(StreamId stream) {

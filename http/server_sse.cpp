@@ -5,6 +5,11 @@ namespace mcpmqtt::http {
 std::string sse_event(std::string_view id, std::string_view data) {
   std::string out;
   out.reserve(data.size() + id.size() + 32);
+  append_sse_event(out, id, data);
+  return out;
+}
+
+void append_sse_event(std::string& out, std::string_view id, std::string_view data) {
   out += "event: message\n";
   if (!id.empty()) {
     out += "id: ";
@@ -22,7 +27,6 @@ std::string sse_event(std::string_view id, std::string_view data) {
     start = end + 1;
   }
   out += '\n';
-  return out;
 }
 
 std::string sse_priming(std::string_view id, int retry_ms) {

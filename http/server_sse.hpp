@@ -14,6 +14,8 @@ inline constexpr int kSseRetryMs = 1000;
 // `data` (JSON-RPC texts from the bridge have none) would start a new "data:" line, which the
 // receiver joins back with "\n".
 std::string sse_event(std::string_view id, std::string_view data);
+// The same, appended to `out` (whose capacity the caller may reuse).
+void append_sse_event(std::string& out, std::string_view id, std::string_view data);
 // The priming event for clients of 2025-11-25 and later: an id (a resume cursor from the very
 // start of the stream), the retry interval and empty data.
 std::string sse_priming(std::string_view id, int retry_ms = kSseRetryMs);
