@@ -66,6 +66,11 @@ void DirectoryObserver::on_connected(const ConnackInfo& info) {
   // Retained presence arrives again for every live instance; start from nothing so instances
   // that vanished while we were away are not kept.
   directory_->clear();
+  // The roles are recorded before any (un)subscription goes out, so whoever sees the
+  // filters change also sees the roles that came with them.
+  if (info.rbac_json && !directory_->set_rbac_json(*info.rbac_json)) {
+    logger()->warn("[directory] ignoring MCP-RBAC from the broker: not a JSON array");
+  }
   if (info.server_name_filters) {
     // 004 §Terminology: filters suggested by the broker MUST be used.
     std::vector<std::string> valid;
@@ -81,9 +86,6 @@ void DirectoryObserver::on_connected(const ConnackInfo& info) {
       directory_->set_filters(valid);
       use_filters(valid);
     }
-  }
-  if (info.rbac_json && !directory_->set_rbac_json(*info.rbac_json)) {
-    logger()->warn("[directory] ignoring MCP-RBAC from the broker: not a JSON array");
   }
   if (on_broker) on_broker(true);
 }
