@@ -221,8 +221,12 @@ void Connection::connect() {
   if (state_ != State::idle) return;
   paho_ = std::make_shared<Paho>();
   try {
-    paho_->client = std::make_shared<::mqtt::async_client>(
-        server_uri(options_.broker), options_.client_id, ::mqtt::create_options(MQTTVERSION_5));
+    // Not create_options(version, n): that also turns on Paho's offline buffering, and while
+    // disconnected the backlog is ours (bounded by max_backlog_*).
+    ::mqtt::create_options create(MQTTVERSION_5);
+    create.set_max_buffered_messages(options_.max_queued_messages);
+    paho_->client = std::make_shared<::mqtt::async_client>(server_uri(options_.broker),
+                                                           options_.client_id, create);
   } catch (const ::mqtt::exception& e) {
     state_ = State::closed;
     auto self = shared_from_this();

@@ -54,6 +54,10 @@ struct ConnectionOptions {
   int qos = 1;                              // of everything this connection publishes
   std::size_t max_backlog_messages = 1000;  // publications held while disconnected
   std::size_t max_backlog_bytes = 16 << 20;
+  // Publications Paho may hold while connected but not yet written: a server endpoint's burst
+  // to all its clients (responses, `disconnected` at shutdown). Paho's default of 100 refuses
+  // the rest of a larger burst; past this bound a publish fails (its Done says so).
+  int max_queued_messages = 65536;
 };
 
 // CONNACK user properties (004 §User Property). Values as received; parsed by the owner.
