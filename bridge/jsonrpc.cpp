@@ -717,6 +717,18 @@ struct SyntaxOnly : rapidjson::BaseReaderHandler<rapidjson::UTF8<>, SyntaxOnly> 
 
 }  // namespace
 
+Expected<Body, ParseFailure> parse_body(std::shared_ptr<const std::string> text,
+                                        const Limits& limits) {
+  if (!text || first_token(*text) != "[") {
+    auto m = Message::parse(std::move(text), limits);
+    if (!m) return unexpected(std::move(m.error()));
+    Body b;
+    b.messages.push_back(std::move(m).value());
+    return b;
+  }
+  return parse_body(std::string(*text), limits);
+}
+
 Expected<Body, ParseFailure> parse_body(std::string text, const Limits& limits) {
   if (first_token(text) != "[") {
     auto m = Message::parse(std::move(text), limits);

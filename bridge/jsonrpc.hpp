@@ -163,6 +163,10 @@ struct Body {
   bool batch = false;
 };
 Expected<Body, ParseFailure> parse_body(std::string text, const Limits& limits = {});
+// The same for a text that is shared (an MQTT payload): a single message keeps sharing it, so a
+// large message is never copied; a batch is split into copies.
+Expected<Body, ParseFailure> parse_body(std::shared_ptr<const std::string> text,
+                                        const Limits& limits = {});
 
 // Serializes a batch of messages as a JSON array.
 std::string serialize_batch(const std::vector<Message>& messages);

@@ -304,7 +304,29 @@ StreamRouter::Routed StreamRouter::to_backlog(const jsonrpc::Message& m) {
 
 void StreamRouter::retain(StreamId id) {
   finished_.push_back(id);
-  while (finished_.size() > limits_.retained_streams) {
+  auto bytes_of = [this](StreamId sid) {
+    std::size_t n = 0;
+    if (auto it = streams_.find(sid); it != streams_.end()) {
+      for (const auto& e : it->second.replay)
+        n += e.message.size();
+    }
+    return n;
+  };
+  std::size_t bytes = 0;
+  for (auto sid : finished_)
+    bytes += bytes_of(sid);
+  // The newest may exceed the byte allowance when its client has not been given all of it
+  // (it finished while detached): that client is expected back with Last-Event-ID.
+  auto unwritten = [this](StreamId sid) {
+    auto it = streams_.find(sid);
+    if (it == streams_.end()) return false;
+    return std::any_of(it->second.replay.begin(), it->second.replay.end(),
+                       [](const Entry& e) { return !e.written; });
+  };
+  const std::size_t keep = unwritten(finished_.back()) ? 1 : 0;
+  while (finished_.size() > keep &&
+         (finished_.size() > limits_.retained_streams || bytes > limits_.retained_bytes)) {
+    bytes -= std::min(bytes, bytes_of(finished_.front()));
     streams_.erase(finished_.front());
     finished_.pop_front();
   }

@@ -58,6 +58,10 @@ class StreamRouter {
     std::size_t backlog_messages = 256;  // server-initiated messages held while no stream is open
     std::size_t replay_events = 256;     // per SSE stream
     std::size_t retained_streams = 8;    // finished POST streams kept for Last-Event-ID
+    // ... and the bytes of their events, older ones first (a session answering 1 MiB results
+    // must not keep eight of them for ever). Only a stream whose client has not been given
+    // all of it (it finished while detached) is kept beyond this.
+    std::size_t retained_bytes = 1 << 20;
   };
 
   enum class Format { sse, json };

@@ -1,5 +1,7 @@
 #include "http/server_sse.hpp"
 
+#include <algorithm>
+
 namespace mcpmqtt::http {
 
 std::string sse_event(std::string_view id, std::string_view data) {
@@ -10,6 +12,11 @@ std::string sse_event(std::string_view id, std::string_view data) {
 }
 
 void append_sse_event(std::string& out, std::string_view id, std::string_view data) {
+  // Reserved to the byte (one "data: " per line): appending a large message piece by piece
+  // would otherwise double the buffer's capacity on its last newline.
+  const auto lines = 1 + static_cast<std::size_t>(std::count(data.begin(), data.end(), '\n')) +
+                     static_cast<std::size_t>(std::count(data.begin(), data.end(), '\r'));
+  out.reserve(out.size() + data.size() + id.size() + lines * 7 + 32);
   out += "event: message\n";
   if (!id.empty()) {
     out += "id: ";

@@ -148,7 +148,7 @@ void ClientSession::on_message(const Incoming& in) {
     return;
   }
   if (t->kind != topics::Kind::rpc && t->kind != topics::Kind::server_capability) return;
-  auto body = jsonrpc::parse_body(std::string(*in.payload), options_.limits);
+  auto body = jsonrpc::parse_body(in.payload, options_.limits);
   if (!body) {
     logger()->warn("{} dropped a bad message from the server on {}: {}", prefix_, in.topic,
                    body.error().error.message);

@@ -313,7 +313,7 @@ void ServerEndpoint::on_subscribed(const std::string& cid, bool ok, const std::s
 void ServerEndpoint::on_rpc(const std::string& cid, const Incoming& in) {
   auto it = clients_.find(cid);
   if (it == clients_.end()) return;  // not ours any more; we unsubscribed
-  auto body = jsonrpc::parse_body(std::string(*in.payload), options_.limits);
+  auto body = jsonrpc::parse_body(in.payload, options_.limits);
   if (!body) {
     logger()->warn("[server {} client {}] bad message on the RPC topic: {}", options_.server_name,
                    cid, body.error().error.message);

@@ -406,6 +406,38 @@ TEST_CASE("router: resume refuses ids it did not send and streams it no longer h
   CHECK_FALSE(r.resume(std::to_string(j) + "-0"));
 }
 
+TEST_CASE("router: finished streams kept for resumption are bounded in bytes, the newest kept",
+          "[router]") {
+  StreamRouter::Limits l = limits(8, 8, 8);
+  l.retained_bytes = 3200;
+  StreamRouter r(l);
+  const std::string big = "\"" + std::string(1000, 'x') + "\"";
+  std::vector<StreamRouter::StreamId> s;
+  for (int i = 1; i <= 4; ++i) {
+    s.push_back(open(r, {request(i)}));
+    r.route(Message::result(Id::integer(i), big));
+  }
+  // Four responses of ~1,030 bytes each, 3,200 bytes allowed: the oldest goes.
+  CHECK_FALSE(r.holds(s[0]));
+  CHECK(r.holds(s[1]));
+  CHECK(r.holds(s[3]));
+  CHECK(r.resume(std::to_string(s[3]) + "-0"));
+  // A response larger than the whole allowance, written to its client: nothing is kept.
+  const auto huge = open(r, {request(9)});
+  r.route(Message::result(Id::integer(9), "\"" + std::string(5000, 'y') + "\""));
+  CHECK_FALSE(r.holds(huge));
+  CHECK_FALSE(r.holds(s[1]));
+  CHECK_FALSE(r.holds(s[3]));
+  // The same for a client that went away before it came: kept, for its resume.
+  const auto away = open(r, {request(10)}, sse(false));
+  r.route(Message::result(Id::integer(10), "\"" + std::string(5000, 'z') + "\""));
+  CHECK(r.holds(away));
+  auto back = r.resume(std::to_string(away) + "-0");
+  REQUIRE(back);
+  REQUIRE(back->events.size() == 1);
+  CHECK(back->events[0].message.id() == Id::integer(10));
+}
+
 TEST_CASE("router: replay buffers are bounded and give up notifications before responses",
           "[router]") {
   StreamRouter r(limits(8, 2));
