@@ -2,6 +2,7 @@
 // clients (and a stdio host) → the real mcp-mqtt-bridge → a real Mosquitto → the stdio egress →
 // the C++ test server (tests/servers), whose `notify` tool publishes notifications on the
 // server's shared capability topic on demand.
+#include <atomic>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -48,12 +49,13 @@ struct McpSession {
   Headers headers() const { return post_headers(host, sid, kVersion); }
 
   // Sends a request; returns every message of its stream, the response last.
-  std::vector<Message> exchange(const std::string& method, const std::string& params) {
+  std::vector<Message> exchange(const std::string& method, const std::string& params,
+                                std::chrono::seconds patience = 20s) {
     RawClient c(bridge.endpoint());
     c.send(bhttp::verb::post, "/mcp", headers(), request_body(next_id++, method, params));
     REQUIRE(c.read_header().status == 200);
     std::vector<Message> out;
-    while (auto e = c.next_message(20s)) {
+    while (auto e = c.next_message(patience)) {
       auto m = e->message();
       REQUIRE(m);
       out.push_back(*m);
@@ -66,11 +68,12 @@ struct McpSession {
     return exchange(method, params).back();
   }
   // Asks the test server to publish a notification (on the capability topic, via MQTT).
-  std::vector<Message> notify(const std::string& method, const std::string& uri = "",
-                              int count = 1) {
-    return exchange("tools/call", R"({"name":"notify","arguments":{"method":")" + method +
-                                      R"(","uri":")" + uri + R"(","count":)" +
-                                      std::to_string(count) + "}}");
+  std::vector<Message> notify(const std::string& method, const std::string& uri = "", int count = 1,
+                              std::chrono::seconds patience = 20s) {
+    return exchange("tools/call",
+                    R"({"name":"notify","arguments":{"method":")" + method + R"(","uri":")" + uri +
+                        R"(","count":)" + std::to_string(count) + "}}",
+                    patience);
   }
   // The URIs the server side of this session is subscribed to, as the server reports them.
   std::string server_subscriptions() {
@@ -249,17 +252,20 @@ TEST_CASE(
   REQUIRE(next(*slow).method() == kAck);  // then it never reads again
   REQUIRE(next(*fast).method() == kAck);
 
-  int received = 0;
-  std::thread reader([&] {
-    while (received < count) {
-      auto e = fast->next_message(30s);
-      if (!e) return;
-      auto m = e->message();
-      if (m && m->method() == kUpdated) ++received;
-    }
-  });
-  publisher.notify(kUpdated, uri, count);
-  reader.join();
+  std::atomic<int> received{0};
+  {
+    // jthread: a failed REQUIRE below still joins it (a joinable std::thread would abort).
+    // 25 MiB of notifications: generous timeouts for a loaded sanitizer build.
+    std::jthread reader([&] {
+      while (received < count) {
+        auto e = fast->next_message(60s);
+        if (!e) return;
+        auto m = e->message();
+        if (m && m->method() == kUpdated) ++received;
+      }
+    });
+    publisher.notify(kUpdated, uri, count, 120s);
+  }
   CHECK(received == count);
   CHECK(bridge.proc->wait_for_log("reads its SSE stream too slowly"));
   // The stalled stream was closed: draining it ends in an error or EOF, not in a wait.
