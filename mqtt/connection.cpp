@@ -1,6 +1,8 @@
 #include "mqtt/connection.hpp"
 
+#include <atomic>
 #include <mutex>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
@@ -69,6 +71,20 @@ struct Connection::OpResult {
   std::vector<int> reason_codes;  // SUBACK / UNSUBACK
 };
 
+// When Paho's receive thread last called us (an operation's outcome, a message): while it
+// does, it is cycling through poll() and needs no wake-up (see PahoWaker).
+std::atomic<std::int64_t> g_paho_active_ns{0};
+
+std::int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void note_paho_active() {
+  g_paho_active_ns.store(steady_ns(), std::memory_order_relaxed);
+}
+
 // An action listener that copies the token's outcome and posts it; deletes itself afterwards.
 // Listeners still registered when the Paho client is destroyed are deleted with it.
 class PahoListener final : public ::mqtt::iaction_listener {
@@ -100,6 +116,7 @@ class PahoListener final : public ::mqtt::iaction_listener {
   void on_success(const ::mqtt::token& tok) override { fire(tok, true); }
   void on_failure(const ::mqtt::token& tok) override { fire(tok, false); }
   void fire(const ::mqtt::token& tok, bool ok) {
+    note_paho_active();
     if (!retire()) return;  // the client is being destroyed
     fn_(tok, ok);
     delete this;
@@ -115,47 +132,76 @@ class PahoListener final : public ::mqtt::iaction_listener {
 // is idle. Traffic on any established connection ends the wait at once. While a connection of
 // ours connects or disconnects, another one sends an UNSUBSCRIBE of a filter nobody holds — the
 // broker only answers UNSUBACK, whatever its ACLs — and its answer wakes the thread.
+//
+// One wake-up at a time for the whole process, at most one per kWakeInterval, and none while
+// the thread is visibly busy: one UNSUBACK wakes the thread for every connection waiting. Paho
+// handles each packet with scans over all of its clients, so wake-ups sent faster than it answers
+// them piled up in its queue: with 6,000 sessions opened 16 at a time, the backlog kept its receive
+// thread busy for minutes after the last one was open (the sessions benchmark, bench/README.md).
 class PahoWaker {
  public:
   static PahoWaker& instance() {
-    static PahoWaker w;
-    return w;
+    static auto* w = new PahoWaker;  // never destroyed: Paho's thread may still answer a poke
+    return *w;
   }
   void add(const std::shared_ptr<::mqtt::async_client>& c) {
     std::lock_guard lock(mu_);
-    std::erase_if(connected_, [](const auto& w) { return w.expired(); });
-    connected_.push_back(c);
+    connected_[c.get()] = c;
   }
   void remove(const ::mqtt::async_client* c) {
     std::lock_guard lock(mu_);
-    std::erase_if(connected_, [c](const auto& w) {
-      auto s = w.lock();
-      return !s || s.get() == c;
-    });
+    connected_.erase(c);
   }
   void poke(const ::mqtt::async_client* except) {
+    // Busy with traffic, the thread polls again within the interval anyway.
+    const auto since_active =
+        std::chrono::nanoseconds(steady_ns() - g_paho_active_ns.load(std::memory_order_relaxed));
+    if (since_active < kWakeInterval) return;
+    const auto now = std::chrono::steady_clock::now();
     std::shared_ptr<::mqtt::async_client> peer;
     {
       std::lock_guard lock(mu_);
-      for (const auto& w : connected_) {
-        auto s = w.lock();
-        if (s && s.get() != except) {
+      if (now - sent_at_ < (outstanding_ ? kLostAfter : kWakeInterval)) return;
+      for (const auto& [raw, weak] : connected_) {
+        if (raw == except) continue;
+        if (auto s = weak.lock()) {
           peer = std::move(s);
           break;
         }
       }
+      if (!peer) return;
+      outstanding_ = true;
+      sent_at_ = now;
     }
-    if (!peer) return;
     try {
-      peer->unsubscribe("$mcp-bridge/wake");
+      peer->unsubscribe("$mcp-bridge/wake", nullptr, answered_);
     } catch (const ::mqtt::exception&) {
-      // Not connected any more: the next poke uses another peer.
+      answered();  // not connected any more: the next poke uses another peer
     }
   }
 
  private:
+  // Paho drops the listener of a client destroyed with the UNSUBSCRIBE pending: after
+  // kLostAfter another poke goes anyway.
+  static constexpr auto kWakeInterval = std::chrono::milliseconds(5);
+  static constexpr auto kLostAfter = std::chrono::seconds(1);
+
+  struct Answered : ::mqtt::iaction_listener {
+    PahoWaker* waker;
+    explicit Answered(PahoWaker* w) : waker(w) {}
+    void on_success(const ::mqtt::token&) override { waker->answered(); }
+    void on_failure(const ::mqtt::token&) override { waker->answered(); }
+  };
+  void answered() {
+    std::lock_guard lock(mu_);
+    outstanding_ = false;
+  }
+
   std::mutex mu_;
-  std::vector<std::weak_ptr<::mqtt::async_client>> connected_;
+  std::unordered_map<const ::mqtt::async_client*, std::weak_ptr<::mqtt::async_client>> connected_;
+  bool outstanding_ = false;
+  std::chrono::steady_clock::time_point sent_at_{};
+  Answered answered_{this};
 };
 
 // The last TLS error Paho reported (on its thread), to explain a failed connect.
@@ -239,6 +285,7 @@ void Connection::connect() {
   std::weak_ptr<Connection> weak = weak_from_this();
   auto gate = gate_;
   paho_->client->set_message_callback([weak, gate](::mqtt::const_message_ptr m) {
+    note_paho_active();
     if (!m) return;
     Incoming in;
     in.topic = m->get_topic();
@@ -345,6 +392,10 @@ void Connection::do_connect() {
         if (ok) {
           const auto rsp = tok.get_connect_response();
           const auto& props = rsp.get_properties();
+          if (props.contains(::mqtt::property::RECEIVE_MAXIMUM)) {
+            const auto rm = ::mqtt::get<std::uint16_t>(props, ::mqtt::property::RECEIVE_MAXIMUM);
+            if (rm > 0) r.connack.receive_maximum = rm;
+          }
           const auto n = props.count(::mqtt::property::USER_PROPERTY);
           for (std::size_t i = 0; i < n; ++i) {
             auto kv = ::mqtt::get<::mqtt::string_pair>(props, ::mqtt::property::USER_PROPERTY, i);
@@ -410,6 +461,9 @@ void Connection::on_connect_result(const OpResult& r) {
   }
   state_ = State::connected;
   attempt_ = 0;
+  ++generation_;
+  in_flight_ = 0;
+  receive_maximum_ = r.connack.receive_maximum;
   PahoWaker::instance().add(paho_->client);
   const bool reconnected = ever_connected_;
   count_up(true);
@@ -428,12 +482,12 @@ void Connection::on_connect_result(const OpResult& r) {
   for (const auto& [filter, sub] : subscriptions_)
     send_subscribe(filter, sub.no_local);
   if (handlers_.on_connected) handlers_.on_connected(r.connack, reconnected);
-  while (state_ == State::connected && !backlog_.empty()) {
-    auto p = std::move(backlog_.front());
+  while (!backlog_.empty()) {
+    window_.push_back(std::move(backlog_.front()));
     backlog_.pop_front();
-    backlog_bytes_ -= p.payload->size();
-    send_publish(p.topic, std::move(p.payload), p.retained, std::move(p.done));
   }
+  backlog_bytes_ = 0;
+  drain_window();
 }
 
 void Connection::on_lost(const std::string& cause) {
@@ -447,6 +501,12 @@ void Connection::on_lost(const std::string& cause) {
       "MQTT connections of the bridge lost without a disconnect of its own.");
   losses.inc();
   PahoWaker::instance().remove(paho_->client.get());
+  // What waited for the window is sent after the reconnect, ahead of anything newer.
+  while (!window_.empty()) {
+    backlog_bytes_ += window_.back().payload->size();
+    backlog_.push_front(std::move(window_.back()));
+    window_.pop_back();
+  }
   if (handlers_.on_connection_lost) handlers_.on_connection_lost(cause);
   // The owner may have disconnected us from its handler.
   if (state_ == State::waiting_retry) schedule_retry(cause);
@@ -567,7 +627,7 @@ void Connection::unsubscribe(const std::string& filter, Done done) {
 void Connection::publish(const std::string& topic, std::shared_ptr<const std::string> payload,
                          bool retained, Done done) {
   if (state_ == State::connected) {
-    send_publish(topic, std::move(payload), retained, std::move(done));
+    send_or_queue(Pending{topic, std::move(payload), retained, std::move(done)});
     return;
   }
   const bool will_connect =
@@ -589,6 +649,29 @@ void Connection::publish(const std::string& topic, std::shared_ptr<const std::st
   backlog_.push_back(Pending{topic, std::move(payload), retained, std::move(done)});
 }
 
+void Connection::send_or_queue(Pending p) {
+  if (window_.empty() && in_flight_ < receive_maximum_) {
+    send_publish(p.topic, std::move(p.payload), p.retained, std::move(p.done));
+    return;
+  }
+  if (window_.size() >= static_cast<std::size_t>(options_.max_queued_messages)) {
+    const std::string why = "too many publications wait for the broker's acknowledgements (" +
+                            std::to_string(window_.size()) + ")";
+    logger()->warn("{} cannot publish to {}: {}", describe(), p.topic, why);
+    if (p.done) boost::asio::post(strand_, [done = std::move(p.done), why] { done(false, why); });
+    return;
+  }
+  window_.push_back(std::move(p));
+}
+
+void Connection::drain_window() {
+  while (state_ == State::connected && !window_.empty() && in_flight_ < receive_maximum_) {
+    auto p = std::move(window_.front());
+    window_.pop_front();
+    send_publish(p.topic, std::move(p.payload), p.retained, std::move(p.done));
+  }
+}
+
 void Connection::send_publish(const std::string& topic, std::shared_ptr<const std::string> payload,
                               bool retained, Done done) {
   ::mqtt::properties props{
@@ -606,19 +689,25 @@ void Connection::send_publish(const std::string& topic, std::shared_ptr<const st
   bytes_out.inc(payload->size());
   payload.reset();
   const auto op = add_op(std::move(done));
+  const auto generation = generation_;
+  ++in_flight_;
   std::weak_ptr<Connection> weak = weak_from_this();
   auto gate = gate_;
   auto& listener = PahoListener::make(
-      paho_->listeners, [weak, gate, op, topic](const ::mqtt::token& tok, bool ok) {
+      paho_->listeners, [weak, gate, op, topic, generation](const ::mqtt::token& tok, bool ok) {
         std::string why =
             ok ? std::string{}
                : paho_error(tok.get_return_code(), static_cast<int>(tok.get_reason_code()));
-        gate->post([weak, op, ok, why, topic] {
+        gate->post([weak, op, ok, why, topic, generation] {
           if (auto self = weak.lock()) {
             if (!ok && self->state_ == State::connected) {
               logger()->warn("{} publish to {} failed: {}", self->describe(), topic, why);
             }
             self->complete_op(op, ok, why);
+            if (generation == self->generation_ && self->in_flight_ > 0) {
+              --self->in_flight_;
+              self->drain_window();
+            }
           }
         });
       });
@@ -626,6 +715,7 @@ void Connection::send_publish(const std::string& topic, std::shared_ptr<const st
     paho_->client->publish(msg, nullptr, listener);
   } catch (const ::mqtt::exception& e) {
     listener.discard();
+    --in_flight_;
     logger()->warn("{} publish to {} failed: {}", describe(), topic, e.what());
     complete_op(op, false, e.what());
   }
@@ -651,8 +741,13 @@ void Connection::fail_everything(const std::string& why) {
   auto backlog = std::move(backlog_);
   backlog_.clear();
   backlog_bytes_ = 0;
+  auto window = std::move(window_);
+  window_.clear();
   for (auto& [id, done] : ops)
     done(false, why);
+  for (auto& p : window) {
+    if (p.done) p.done(false, why);
+  }
   for (auto& p : backlog) {
     if (p.done) p.done(false, why);
   }
@@ -677,10 +772,13 @@ void Connection::disconnect(std::chrono::milliseconds timeout, std::function<voi
   PahoWaker::instance().remove(paho_->client.get());
   wake_deadline_ = {};
   wake_paho();
-  // Messages still waiting for a connection will not get one.
+  // Messages still waiting for a connection or for the window will not get one.
   auto backlog = std::move(backlog_);
   backlog_.clear();
   backlog_bytes_ = 0;
+  for (auto& p : window_)
+    backlog.push_back(std::move(p));
+  window_.clear();
   for (auto& p : backlog) {
     if (p.done) p.done(false, "the connection was closed");
   }

@@ -54,9 +54,10 @@ struct ConnectionOptions {
   int qos = 1;                              // of everything this connection publishes
   std::size_t max_backlog_messages = 1000;  // publications held while disconnected
   std::size_t max_backlog_bytes = 16 << 20;
-  // Publications Paho may hold while connected but not yet written: a server endpoint's burst
-  // to all its clients (responses, `disconnected` at shutdown). Paho's default of 100 refuses
-  // the rest of a larger burst; past this bound a publish fails (its Done says so).
+  // Publications held while connected but not yet written — by us while the broker's Receive
+  // Maximum is used up, by Paho until its thread writes them: a server endpoint's burst to all
+  // its clients (responses, `disconnected` at shutdown). Paho's default of 100 refused the rest
+  // of a larger burst; past this bound a publish fails (its Done says so).
   int max_queued_messages = 65536;
 };
 
@@ -65,6 +66,7 @@ struct ConnackInfo {
   std::optional<std::string> server_name;                       // MCP-SERVER-NAME
   std::optional<std::vector<std::string>> server_name_filters;  // MCP-SERVER-NAME-FILTERS
   std::optional<std::string> rbac_json;                         // MCP-RBAC
+  std::uint16_t receive_maximum = 65535;  // QoS 1 and 2 publications the broker takes at once
 };
 
 struct Incoming {
@@ -173,6 +175,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
   };
   std::deque<Pending> backlog_;
   std::size_t backlog_bytes_ = 0;
+
+  // Flow control (MQTT 5 §4.9): at most the broker's Receive Maximum of our publications are
+  // handed to Paho unacknowledged; the rest wait here, bounded by max_queued_messages. Paho
+  // would hold them itself, but sends what it held only when its send thread next wakes up —
+  // at most once a second when nothing else happens: a burst of 2,000 took 90 s. Each
+  // acknowledgement hands the next one over, which wakes that thread at once.
+  void send_or_queue(Pending p);
+  void drain_window();
+  std::deque<Pending> window_;
+  std::size_t in_flight_ = 0;
+  std::size_t receive_maximum_ = 65535;
+  std::uint64_t generation_ = 0;  // of the broker connection, for acknowledgements of an old one
 
   std::map<std::uint64_t, Done> ops_;  // publish and unsubscribe completions
   std::uint64_t next_op_ = 1;
