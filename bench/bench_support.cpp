@@ -129,3 +129,120 @@ std::string find_server_id(const std::string& broker_url, const std::string& ser
 }
 
 }  // namespace mcpmqtt::bench
+
+namespace mcpmqtt::bench {
+
+struct McpHttpClient::Io {
+  net::io_context ioc;
+  net::ip::tcp::endpoint ep;
+  net::ip::tcp::socket sock{ioc};
+  boost::beast::flat_buffer buf;
+};
+
+McpHttpClient::McpHttpClient(const net::ip::tcp::endpoint& ep, std::string host, std::string path)
+    : io_(std::make_unique<Io>()), host_(std::move(host)), path_(std::move(path)) {
+  io_->ep = ep;
+}
+
+McpHttpClient::~McpHttpClient() = default;
+
+McpHttpClient::Reply McpHttpClient::post(const std::string& body) {
+  bhttp::request<bhttp::string_body> req{bhttp::verb::post, path_, 11};
+  req.set(bhttp::field::host, host_);
+  req.set(bhttp::field::content_type, "application/json");
+  req.set(bhttp::field::accept, "application/json, text/event-stream");
+  if (!session_id_.empty()) {
+    req.set("Mcp-Session-Id", session_id_);
+    req.set("MCP-Protocol-Version", protocol_version_);
+  }
+  req.keep_alive(true);
+  req.body() = body;
+  req.prepare_payload();
+  // One retry on a fresh connection: a kept-alive connection may have been closed by the
+  // server between two requests.
+  for (int attempt = 0;; ++attempt) {
+    try {
+      if (!io_->sock.is_open()) {
+        io_->buf.clear();
+        io_->sock.connect(io_->ep);
+        io_->sock.set_option(net::ip::tcp::no_delay(true));
+      }
+      bhttp::write(io_->sock, req);
+      bhttp::response_parser<bhttp::string_body> parser;
+      parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+      bhttp::read(io_->sock, io_->buf, parser);
+      auto res = parser.release();
+      if (!res.keep_alive()) {
+        boost::system::error_code ignored;
+        io_->sock.close(ignored);
+      }
+      return Reply{res.result_int(), std::string(res["Mcp-Session-Id"]), std::move(res.body())};
+    } catch (const boost::system::system_error&) {
+      boost::system::error_code ignored;
+      io_->sock.close(ignored);
+      if (attempt > 0) throw;
+    }
+  }
+}
+
+std::string McpHttpClient::open_session(const std::string& protocol_version) {
+  session_id_.clear();
+  auto init = post(
+      R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":")" +
+      protocol_version + R"(","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}})");
+  const std::string message = response_message(init.body);
+  if (init.status != 200 || init.session_id.empty() ||
+      message.find("\"result\"") == std::string::npos)
+    throw std::runtime_error("initialize failed: HTTP " + std::to_string(init.status) + " " +
+                             init.body);
+  // The version the server chose.
+  std::string version = protocol_version;
+  constexpr std::string_view key = "\"protocolVersion\":\"";
+  if (const auto at = message.find(key); at != std::string::npos) {
+    const auto end = message.find('"', at + key.size());
+    if (end != std::string::npos) version = message.substr(at + key.size(), end - at - key.size());
+  }
+  use_session(init.session_id, version);
+  auto done = post(R"({"jsonrpc":"2.0","method":"notifications/initialized"})");
+  if (done.status != 202)
+    throw std::runtime_error("notifications/initialized: HTTP " + std::to_string(done.status));
+  return session_id_;
+}
+
+void McpHttpClient::use_session(std::string session_id, std::string protocol_version) {
+  session_id_ = std::move(session_id);
+  protocol_version_ = std::move(protocol_version);
+}
+
+std::string McpHttpClient::call(const std::string& body) {
+  auto reply = post(body);
+  std::string message = response_message(reply.body);
+  if (reply.status != 200 || message.empty())
+    throw std::runtime_error("HTTP " + std::to_string(reply.status) + ": " +
+                             reply.body.substr(0, 300));
+  return message;
+}
+
+std::string response_message(const std::string& body) {
+  const auto first = body.find_first_not_of(" \r\n\t");
+  if (first == std::string::npos) return {};
+  if (body[first] == '{' || body[first] == '[') return body;
+  // SSE: events end with a blank line; a message's data lines hold one JSON object.
+  std::string last;
+  std::size_t pos = 0;
+  while (pos < body.size()) {
+    auto eol = body.find('\n', pos);
+    if (eol == std::string::npos) eol = body.size();
+    std::string_view line(body.data() + pos, eol - pos);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.rfind("data:", 0) == 0) {
+      line.remove_prefix(5);
+      if (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+      if (!line.empty() && line.front() == '{') last.assign(line);
+    }
+    pos = eol + 1;
+  }
+  return last;
+}
+
+}  // namespace mcpmqtt::bench

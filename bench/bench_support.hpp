@@ -34,3 +34,44 @@ std::string open_session(const boost::asio::ip::tcp::endpoint& ep, const std::st
 std::string find_server_id(const std::string& broker_url, const std::string& server_name);
 
 }  // namespace mcpmqtt::bench
+
+namespace mcpmqtt::bench {
+
+// A blocking Streamable HTTP client on one keep-alive connection (reconnecting when the server
+// closed it), for benchmarks that time requests one after the other. It reads a POST's whole
+// response, JSON or SSE, and returns the JSON-RPC message that answers the request.
+class McpHttpClient {
+ public:
+  McpHttpClient(const boost::asio::ip::tcp::endpoint& ep, std::string host,
+                std::string path = "/mcp");
+  ~McpHttpClient();
+  McpHttpClient(const McpHttpClient&) = delete;
+  McpHttpClient& operator=(const McpHttpClient&) = delete;
+
+  // initialize + notifications/initialized; the session becomes this client's current one and
+  // its id is returned. Throws on failure.
+  std::string open_session(const std::string& protocol_version = "2025-06-18");
+  // Makes `session_id` (opened by any client) the current session.
+  void use_session(std::string session_id, std::string protocol_version);
+  // POSTs one JSON-RPC request in the current session and returns the response message's
+  // text. Throws on an HTTP error or when no response came.
+  std::string call(const std::string& body);
+
+ private:
+  struct Reply {
+    unsigned status = 0;
+    std::string session_id;
+    std::string body;
+  };
+  Reply post(const std::string& body);
+
+  struct Io;
+  std::unique_ptr<Io> io_;
+  std::string host_, path_, session_id_, protocol_version_;
+};
+
+// The JSON-RPC message in an HTTP response body: the body itself (application/json) or the
+// last `data:` of an SSE body that holds a JSON object. Empty when there is none.
+std::string response_message(const std::string& body);
+
+}  // namespace mcpmqtt::bench

@@ -1,15 +1,38 @@
 #!/usr/bin/env bash
-# The benchmarks: installs what is missing, builds a release build with them (build-bench/),
-# as optimised as the release build (-O2; GCC 12 warns falsely at -O3), and runs each, printing one table per benchmark. Arguments go to every benchmark.
+# The benchmarks: installs what is missing, builds a release build with them (build-bench/,
+# as optimised as the release build: -O2; GCC 12 warns falsely at -O3) and runs each, printing
+# one table per benchmark. Results and method: bench/README.md.
 #
-#   scripts/bench.sh                         the fan-out benchmark at 1,000 and 10,000 streams
-#   scripts/bench.sh --streams 500           smaller runs
+#   scripts/bench.sh                          both benchmarks, full size (about 9 minutes)
+#   scripts/bench.sh compare [ARGS…]          the bridge against the floor and supergateway
+#   scripts/bench.sh fanout [ARGS…]           the fan-out to 1,000 and 10,000 listen streams
+#
+# e.g. scripts/bench.sh compare --only 1,2 --requests 500, scripts/bench.sh fanout --streams 500
 set -euo pipefail
 cd "$(dirname "$0")/.."
+which=all
+case "${1:-}" in
+  compare | fanout)
+    which=$1
+    shift
+    ;;
+  "") ;;
+  *)
+    echo "usage: scripts/bench.sh [compare|fanout [ARGS…]]" >&2
+    exit 2
+    ;;
+esac
 scripts/install-deps.sh --test
+scripts/setup-node.sh >/dev/null  # supergateway and the Node it runs on (tests/node)
 cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMCPMQTT_BUILD_BENCHMARKS=ON \
   -DMCPMQTT_WERROR=ON >/dev/null
 cmake --build build-bench --parallel "${MCPMQTT_BUILD_JOBS:-2}" \
-  --target bench_fanout mcp-mqtt-bridge mcp_test_server
-echo "== fan-out: one resource update → N subscriptions/listen streams over HTTP (issue 7) =="
-build-bench/bench/bench_fanout "$@"
+  --target bench_fanout bench_compare bench_mqtt_echo_server mcp-mqtt-bridge mcp_test_server
+if [[ $which == all || $which == compare ]]; then
+  echo "== the bridge against the floor and supergateway: latency, throughput, sessions, payload (issue 9) =="
+  build-bench/bench/bench_compare "$@"
+fi
+if [[ $which == all || $which == fanout ]]; then
+  echo "== fan-out: one resource update → N subscriptions/listen streams over HTTP (issue 7) =="
+  build-bench/bench/bench_fanout "$@"
+fi
