@@ -71,6 +71,8 @@ struct Connection::OpResult {
   std::vector<int> reason_codes;  // SUBACK / UNSUBACK
 };
 
+namespace {
+
 // When Paho's receive thread last called us (an operation's outcome, a message): while it
 // does, it is cycling through poll() and needs no wake-up (see PahoWaker).
 std::atomic<std::int64_t> g_paho_active_ns{0};
@@ -84,6 +86,8 @@ std::int64_t steady_ns() {
 void note_paho_active() {
   g_paho_active_ns.store(steady_ns(), std::memory_order_relaxed);
 }
+
+}  // namespace
 
 // An action listener that copies the token's outcome and posts it; deletes itself afterwards.
 // Listeners still registered when the Paho client is destroyed are deleted with it.
@@ -664,6 +668,16 @@ void Connection::send_or_queue(Pending p) {
   window_.push_back(std::move(p));
 }
 
+std::deque<Connection::Pending> Connection::take_unsent() {
+  auto out = std::move(window_);
+  window_.clear();
+  for (auto& p : backlog_)
+    out.push_back(std::move(p));
+  backlog_.clear();
+  backlog_bytes_ = 0;
+  return out;
+}
+
 void Connection::drain_window() {
   while (state_ == State::connected && !window_.empty() && in_flight_ < receive_maximum_) {
     auto p = std::move(window_.front());
@@ -738,16 +752,9 @@ void Connection::complete_op(std::uint64_t op, bool ok, const std::string& why) 
 void Connection::fail_everything(const std::string& why) {
   auto ops = std::move(ops_);
   ops_.clear();
-  auto backlog = std::move(backlog_);
-  backlog_.clear();
-  backlog_bytes_ = 0;
-  auto window = std::move(window_);
-  window_.clear();
+  auto backlog = take_unsent();
   for (auto& [id, done] : ops)
     done(false, why);
-  for (auto& p : window) {
-    if (p.done) p.done(false, why);
-  }
   for (auto& p : backlog) {
     if (p.done) p.done(false, why);
   }
@@ -773,12 +780,7 @@ void Connection::disconnect(std::chrono::milliseconds timeout, std::function<voi
   wake_deadline_ = {};
   wake_paho();
   // Messages still waiting for a connection or for the window will not get one.
-  auto backlog = std::move(backlog_);
-  backlog_.clear();
-  backlog_bytes_ = 0;
-  for (auto& p : window_)
-    backlog.push_back(std::move(p));
-  window_.clear();
+  auto backlog = take_unsent();
   for (auto& p : backlog) {
     if (p.done) p.done(false, "the connection was closed");
   }

@@ -183,6 +183,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // acknowledgement hands the next one over, which wakes that thread at once.
   void send_or_queue(Pending p);
   void drain_window();
+  // Empties the window and the backlog, in the order they would have been sent.
+  std::deque<Pending> take_unsent();
   std::deque<Pending> window_;
   std::size_t in_flight_ = 0;
   std::size_t receive_maximum_ = 65535;
