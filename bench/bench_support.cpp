@@ -74,39 +74,8 @@ void raise_fd_limit() {
 
 std::string open_session(const net::ip::tcp::endpoint& ep, const std::string& host,
                          const std::string& path) {
-  net::io_context ioc;
-  auto post = [&](const std::string& body, const std::string& session) {
-    net::ip::tcp::socket sock(ioc);
-    sock.connect(ep);
-    bhttp::request<bhttp::string_body> req{bhttp::verb::post, path, 11};
-    req.set(bhttp::field::host, host);
-    req.set(bhttp::field::content_type, "application/json");
-    req.set(bhttp::field::accept, "application/json, text/event-stream");
-    if (!session.empty()) {
-      req.set("Mcp-Session-Id", session);
-      req.set("MCP-Protocol-Version", "2025-11-25");
-    }
-    req.body() = body;
-    req.prepare_payload();
-    bhttp::write(sock, req);
-    boost::beast::flat_buffer buf;
-    bhttp::response<bhttp::string_body> res;
-    bhttp::read(sock, buf, res);
-    return res;
-  };
-  auto init = post(
-      R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
-      R"("capabilities":{},"clientInfo":{"name":"bench","version":"1"}}})",
-      "");
-  const std::string sid(init["Mcp-Session-Id"]);
-  if (init.result_int() != 200 || sid.empty())
-    throw std::runtime_error("initialize failed: HTTP " + std::to_string(init.result_int()) + " " +
-                             init.body());
-  auto done = post(R"({"jsonrpc":"2.0","method":"notifications/initialized"})", sid);
-  if (done.result_int() != 202)
-    throw std::runtime_error("notifications/initialized: HTTP " +
-                             std::to_string(done.result_int()));
-  return sid;
+  McpHttpClient client(ep, host, path);
+  return client.open_session("2025-11-25");
 }
 
 std::string find_server_id(const std::string& broker_url, const std::string& server_name) {
