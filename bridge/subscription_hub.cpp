@@ -210,7 +210,7 @@ SubscriptionHub::Actions SubscriptionHub::open_listen(const jsonrpc::Message& m)
       ++listen_interest_[uri];
       auto& state = upstream_[uri];
       if (state == Upstream::subscribed) {
-        l.uris.insert(uri);
+        honour(key, l, uri);
         continue;
       }
       if (state == Upstream::none) {
@@ -222,6 +222,11 @@ SubscriptionHub::Actions SubscriptionHub::open_listen(const jsonrpc::Message& m)
   }
   if (l.waiting.empty()) acknowledge(l, out);
   return out;
+}
+
+void SubscriptionHub::honour(std::uint64_t key, Listen& l, const std::string& uri) {
+  l.uris.insert(uri);
+  by_uri_[uri][key] = &l;
 }
 
 void SubscriptionHub::acknowledge(Listen& l, Actions& out) {
@@ -252,6 +257,12 @@ void SubscriptionHub::acknowledge(Listen& l, Actions& out) {
 void SubscriptionHub::end_listen(std::uint64_t key, Actions& out) {
   auto it = listens_.find(key);
   if (it == listens_.end()) return;
+  for (const auto& uri : it->second.uris) {
+    auto by = by_uri_.find(uri);
+    if (by == by_uri_.end()) continue;
+    by->second.erase(key);
+    if (by->second.empty()) by_uri_.erase(by);
+  }
   Listen l = std::move(it->second);
   listens_.erase(it);
   listen_keys_.erase(l.id);
@@ -292,7 +303,7 @@ SubscriptionHub::Actions SubscriptionHub::subscribed(const std::string& uri,
   }
   for (auto& [key, l] : listens_) {
     if (!l.waiting.erase(uri)) continue;
-    if (!error) l.uris.insert(uri);
+    if (!error) honour(key, l, uri);
     if (l.waiting.empty() && !l.acknowledged) acknowledge(l, out);
   }
   return out;
@@ -350,20 +361,22 @@ void SubscriptionHub::fan_out(const jsonrpc::Message& m, Actions& out) {
     out.to_client.push_back(m);  // list changes concern every session of the server
   }
   std::optional<Tagger> tagger;
-  for (auto& [key, l] : listens_) {
-    if (!l.acknowledged) continue;  // the acknowledgement comes first (000)
-    bool wanted = false;
-    if (uri)
-      wanted = l.uris.count(*uri) != 0;
-    else if (method == "notifications/tools/list_changed")
-      wanted = l.honoured.tools;
-    else if (method == "notifications/prompts/list_changed")
-      wanted = l.honoured.prompts;
-    else
-      wanted = l.honoured.resources;
-    if (!wanted) continue;
+  auto tag_for = [&](const Listen& l) {
+    if (!l.acknowledged) return;  // the acknowledgement comes first (000)
     if (!tagger) tagger.emplace(m);
     out.to_client.push_back(tagger->for_listen(l.id));
+  };
+  if (uri) {
+    auto by = by_uri_.find(*uri);
+    if (by == by_uri_.end()) return;
+    for (const auto& [key, l] : by->second)
+      tag_for(*l);
+    return;
+  }
+  const bool tools = method == "notifications/tools/list_changed";
+  const bool prompts = method == "notifications/prompts/list_changed";
+  for (const auto& [key, l] : listens_) {
+    if (tools ? l.honoured.tools : prompts ? l.honoured.prompts : l.honoured.resources) tag_for(l);
   }
 }
 
@@ -377,6 +390,7 @@ std::vector<jsonrpc::Message> SubscriptionHub::close(bool graceful, const std::s
                                                      "the subscription ended: " + why));
   }
   listens_.clear();
+  by_uri_.clear();
   listen_keys_.clear();
   listen_interest_.clear();
   legacy_.clear();

@@ -105,12 +105,18 @@ class SubscriptionHub {
   void release(const std::string& uri, Actions& out);
   void acknowledge(Listen& l, Actions& out);
   void fan_out(const jsonrpc::Message& m, Actions& out);
+  // `uri` is honoured for the listen `key` (its subscription upstream is in place).
+  void honour(std::uint64_t key, Listen& l, const std::string& uri);
   Listen* find_listen(const jsonrpc::Id& id, std::uint64_t* key = nullptr);
 
   Limits limits_;
   Capabilities caps_;
   std::optional<jsonrpc::Id> initialize_id_;
   std::map<std::uint64_t, Listen> listens_;  // by opening order
+  // For each honoured URI, the listens that hear of its updates, by opening order: an update
+  // visits only those (at thousands of listens, hashing the URI once per listen cost more
+  // than the delivery).
+  std::unordered_map<std::string, std::map<std::uint64_t, Listen*>> by_uri_;
   std::uint64_t next_key_ = 1;
   std::unordered_map<jsonrpc::Id, std::uint64_t, jsonrpc::IdHash> listen_keys_;
   std::unordered_set<std::string> legacy_;  // URIs the client subscribed to itself

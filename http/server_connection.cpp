@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 
@@ -11,6 +12,8 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
+#include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "bridge/metrics.hpp"
 #include "http/server_session.hpp"
@@ -35,7 +38,56 @@ constexpr std::size_t kPipelineLimit = 64 * 1024;
 constexpr auto kLingerTime = std::chrono::seconds(2);
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
-// An Exchange of this connection: every call is posted onto the connection's strand.
+metrics::Counter& http_bytes_out() {
+  static auto& counter = metrics::bytes_counter("http", "out");
+  return counter;
+}
+
+// The chunk-size line of a chunk of `size` bytes (RFC 9112 §7.1); returns its length.
+std::size_t chunk_head(char (&head)[24], std::size_t size) {
+  return static_cast<std::size_t>(std::snprintf(head, sizeof head, "%zx\r\n", size));
+}
+
+// Under q.mu, with the socket lent and q.bytes holding exactly one event: sends it as one
+// chunk. True when all of it went. Otherwise the socket goes back to the writer (lent_fd = -1)
+// with what did not go: the framed tail in q.unsent when part went, else the event in q.bytes
+// (the writer's own send then waits for room, or reports the error and closes).
+bool send_on_lent_socket(PushQueue& q) {
+  char head[24];
+  const std::size_t head_len = chunk_head(head, q.bytes.size());
+  static constexpr char kCrlf[] = "\r\n";
+  std::array<iovec, 3> iov{iovec{head, head_len}, iovec{q.bytes.data(), q.bytes.size()},
+                           iovec{const_cast<char*>(kCrlf), 2}};
+  msghdr msg{};
+  msg.msg_iov = iov.data();
+  msg.msg_iovlen = iov.size();
+  const std::size_t total = head_len + q.bytes.size() + 2;
+  ssize_t sent;
+  do {
+    sent = ::sendmsg(q.lent_fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+  } while (sent < 0 && errno == EINTR);
+  if (sent > 0) {
+    http_bytes_out().inc(q.bytes.size());
+    q.lent_write_at = std::chrono::steady_clock::now();
+  }
+  if (sent == static_cast<ssize_t>(total)) {
+    q.bytes.clear();
+    return true;
+  }
+  q.lent_fd = -1;
+  if (sent > 0) {
+    const auto done = static_cast<std::size_t>(sent);
+    q.unsent.reserve(total - done);
+    for (const auto& b : iov)
+      q.unsent.append(static_cast<const char*>(b.iov_base), b.iov_len);
+    q.unsent.erase(0, done);
+    q.bytes.clear();
+  }
+  return false;
+}
+
+// An Exchange of this connection: every call is posted onto the connection's strand, except
+// pushes while the connection lends its socket (see PushQueue).
 class ConnectionExchange : public Exchange {
  public:
   ConnectionExchange(std::shared_ptr<Connection> c, std::uint64_t serial,
@@ -83,9 +135,11 @@ class ConnectionExchange : public Exchange {
         overflow = pushes_->items;
       } else {
         write(pushes_->bytes);
-        ++pushes_->items;
-        kick = !pushes_->kick_pending;
-        pushes_->kick_pending = true;
+        if (pushes_->lent_fd < 0 || !send_on_lent_socket(*pushes_)) {
+          ++pushes_->items;
+          kick = !pushes_->kick_pending;
+          pushes_->kick_pending = true;
+        }
       }
     }
     if (overflow)
@@ -517,6 +571,7 @@ std::shared_ptr<Exchange> Connection::new_exchange() {
   if (pushes_) {
     std::lock_guard lock(pushes_->mu);
     pushes_->closed = true;
+    pushes_->lent_fd = -1;
   }
   pushes_ = std::make_shared<PushQueue>();
   pushes_->limit = state_->http.limits.stream_queue_messages;
@@ -667,26 +722,47 @@ void Connection::next_request() {
 
 void Connection::pump() {
   if (phase_ != Phase::streaming || writing_) return;
-  // Everything pushed since the last write, in one buffer: the two buffers trade places, so
-  // their capacity is reused and a push allocates nothing once they have grown.
-  out_.clear();
-  {
-    std::lock_guard lock(pushes_->mu);
-    out_.swap(pushes_->bytes);
-    pushes_->items = 0;
-    pushes_->kick_pending = false;
-  }
-  if (!out_.empty()) {
+  while (true) {
+    // Everything pushed since the last write, in one buffer: the two buffers trade places, so
+    // their capacity is reused and a push allocates nothing once they have grown.
+    out_.clear();
+    bool framed = false;  // out_ is the tail of a lent send: already a chunk
+    {
+      std::lock_guard lock(pushes_->mu);
+      pushes_->lent_fd = -1;  // the writer's turn
+      last_chunk_at_ = std::max(last_chunk_at_, pushes_->lent_write_at);
+      if (!pushes_->unsent.empty()) {
+        out_.swap(pushes_->unsent);
+        framed = true;
+      } else {
+        out_.swap(pushes_->bytes);
+        pushes_->items = 0;
+        pushes_->kick_pending = false;
+        if (out_.empty() && !ending_ && !pushes_->closed) {
+          // Idle: the pushers write on the socket themselves until the writer's next turn.
+          pushes_->lent_fd = stream_.socket().native_handle();
+          return;
+        }
+      }
+    }
+    if (out_.empty()) break;
+    auto done = [self = shared_from_this()](beast::error_code e, std::size_t) {
+      self->on_chunk(e);
+    };
+    if (framed) {
+      writing_ = true;
+      chunk_deadline_ = std::chrono::steady_clock::now() + write_limit(out_.size());
+      net::async_write(stream_.socket(), net::buffer(out_), std::move(done));
+      return;
+    }
     // One chunk (RFC 9112 §7.1: size in hex, CRLF, data, CRLF) framed by hand and written on
     // the socket itself: a write of three plain buffers is a small operation Asio recycles,
     // where Beast's chunk and stream wrappers cost an allocation (and often a heap
     // consolidation) per event at high fan-out (bench_fanout).
-    const int head_len = std::snprintf(chunk_head_, sizeof chunk_head_, "%zx\r\n", out_.size());
-    const std::array<net::const_buffer, 3> chunk{
-        net::buffer(chunk_head_, static_cast<std::size_t>(head_len)), net::buffer(out_),
-        net::buffer("\r\n", 2)};
-    static auto& bytes_out = metrics::bytes_counter("http", "out");
-    bytes_out.inc(out_.size());
+    const std::size_t head_len = chunk_head(chunk_head_, out_.size());
+    const std::array<net::const_buffer, 3> chunk{net::buffer(chunk_head_, head_len),
+                                                 net::buffer(out_), net::buffer("\r\n", 2)};
+    http_bytes_out().inc(out_.size());
     last_chunk_at_ = std::chrono::steady_clock::now();
     // A reader keeping up leaves room in the socket buffer: one non-blocking send writes the
     // chunk, with no operation to start and no completion to schedule.
@@ -696,9 +772,7 @@ void Connection::pump() {
         stream_.socket().non_blocking() ? stream_.socket().write_some(chunk, ec) : 0;
     if (!ec && sent == total) {
       after_chunk();
-      // Later pushes post their own kick (kick_pending was cleared); an ending stream ends now.
-      if (ending_) pump();
-      return;
+      continue;  // pushes that came meanwhile, else lend the socket, else end the stream
     }
     if (ec && ec != net::error::would_block && ec != net::error::try_again) {
       state_->log->debug("{} SSE write failed: {}", label_, ec.message());
@@ -707,9 +781,6 @@ void Connection::pump() {
     writing_ = true;
     // No timer operation per event: the stream tick checks this deadline (see on_stream_tick).
     chunk_deadline_ = last_chunk_at_ + write_limit(total);
-    auto done = [self = shared_from_this()](beast::error_code e, std::size_t) {
-      self->on_chunk(e);
-    };
     if (sent == 0) return net::async_write(stream_.socket(), chunk, std::move(done));
     // Part went out: the rest, contiguous (rare: the reader is behind).
     std::string rest;
@@ -791,11 +862,15 @@ void Connection::on_stream_tick() {
         std::chrono::duration_cast<std::chrono::seconds>(now - last_chunk_at_).count());
     return close();
   }
+  {
+    std::lock_guard lock(pushes_->mu);
+    last_chunk_at_ = std::max(last_chunk_at_, pushes_->lent_write_at);
+  }
   auto next = last_chunk_at_ + keepalive();
   if (!writing_ && now >= next) {
     {
       std::lock_guard lock(pushes_->mu);
-      if (pushes_->bytes.empty()) pushes_->bytes += sse_keepalive();
+      if (pushes_->bytes.empty() && pushes_->unsent.empty()) pushes_->bytes += sse_keepalive();
     }
     pump();
     next = now + keepalive();
@@ -855,6 +930,11 @@ void Connection::on_watch(beast::error_code ec, std::size_t n) {
 void Connection::linger_close() {
   if (phase_ == Phase::closed || lingering_) return;
   lingering_ = true;
+  if (pushes_) {
+    std::lock_guard lock(pushes_->mu);
+    pushes_->closed = true;
+    pushes_->lent_fd = -1;
+  }
   beast::error_code ignored;
   stream_.socket().shutdown(net::ip::tcp::socket::shutdown_send, ignored);
   linger_timer_.expires_after(kLingerTime);
@@ -870,15 +950,18 @@ void Connection::close() {
   write_timer_.cancel();
   keepalive_timer_.cancel();
   linger_timer_.cancel();
+  if (pushes_) {
+    // Before the socket closes: no lent send may use its descriptor after that.
+    std::lock_guard lock(pushes_->mu);
+    pushes_->closed = true;
+    pushes_->lent_fd = -1;
+    pushes_->items = 0;
+    std::string().swap(pushes_->bytes);
+    std::string().swap(pushes_->unsent);
+  }
   beast::error_code ignored;
   stream_.socket().shutdown(net::ip::tcp::socket::shutdown_both, ignored);
   stream_.socket().close(ignored);
-  if (pushes_) {
-    std::lock_guard lock(pushes_->mu);
-    pushes_->closed = true;
-    pushes_->items = 0;
-    std::string().swap(pushes_->bytes);
-  }
   state_->remove_connection(number_);
   if (auto gone = std::move(gone_)) {
     gone_ = nullptr;

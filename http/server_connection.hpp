@@ -11,6 +11,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -38,6 +39,12 @@ namespace mcpmqtt::http {
 // exchange (the session's side) and the connection, so a burst of pushes costs one post and
 // the bound measures how far the socket is behind, not how the strands were scheduled.
 // Guarded by its mutex.
+//
+// While the connection's writer is idle it lends the socket to the pushers: a push then writes
+// its event itself, one non-blocking send on the pushing strand, with no post, no strand hop
+// and no kick (at high fan-out those cost about as much as the framing). The writer takes the
+// socket back, under the mutex, before any write, shutdown or close of its own; a lent send
+// that does not complete returns the socket and leaves the rest to the writer.
 struct PushQueue {
   std::mutex mu;
   std::string bytes;          // what the pushes since the last write added (capacity reused)
@@ -45,6 +52,9 @@ struct PushQueue {
   bool kick_pending = false;  // a pump is posted to the connection
   bool closed = false;        // no more pushes (overflow, stream done, connection closed)
   std::size_t limit = 0;      // http.limits.stream_queue_messages
+  int lent_fd = -1;           // the socket, while lent
+  std::string unsent;         // the framed tail of a lent send that did not complete
+  std::chrono::steady_clock::time_point lent_write_at{};  // the last lent send
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {

@@ -550,17 +550,17 @@ void Session::on_exchange_gone(const std::weak_ptr<Exchange>& gone) {
     state_->log->debug("{} the client left while initialize was in progress", label_);
     return;
   }
-  for (auto it = exchanges_.begin(); it != exchanges_.end(); ++it) {
-    if (it->second != exchange) continue;
-    if (auto listen = listen_streams_.find(it->first); listen != listen_streams_.end()) {
-      end_listens(it->first, listen->second);
+  for (const auto& [stream, held] : exchanges_) {
+    if (held != exchange) continue;
+    const StreamId lost = stream;  // what follows may change exchanges_
+    if (auto listen = listen_streams_.find(lost); listen != listen_streams_.end()) {
+      end_listens(lost, listen->second);
       listen_streams_.erase(listen);
     }
     // 002: a disconnect is not a cancellation; the stream's events wait for a resume.
-    router_.detach(it->first);
-    state_->log->debug("{} stream {} lost its connection; its requests stay pending", label_,
-                       it->first);
-    exchanges_.erase(it);
+    router_.detach(lost);
+    state_->log->debug("{} stream {} lost its connection; its requests stay pending", label_, lost);
+    exchanges_.erase(lost);
     return;
   }
 }

@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <boost/asio/steady_timer.hpp>
@@ -110,7 +111,7 @@ class Session : public bridge::Channel, public std::enable_shared_from_this<Sess
   std::shared_ptr<Receiver> receiver_;
   std::deque<jsonrpc::Message> inbox_;  // client messages before start()
   bridge::StreamRouter router_;
-  std::map<StreamId, std::shared_ptr<Exchange>> exchanges_;  // streams and JSON waits
+  std::unordered_map<StreamId, std::shared_ptr<Exchange>> exchanges_;  // streams, JSON waits
   // POST streams that carry subscriptions/listen requests (000), with those requests' ids.
   std::map<StreamId, std::vector<jsonrpc::Id>> listen_streams_;
   std::string negotiated_version_;

@@ -12,9 +12,14 @@ std::string sse_event(std::string_view id, std::string_view data) {
 }
 
 void append_sse_event(std::string& out, std::string_view id, std::string_view data) {
+  const auto cr = data.find('\r');
+  const auto lf = data.find('\n');
+  const bool one_line = cr == std::string_view::npos && lf == std::string_view::npos;
   // Reserved to the byte (one "data: " per line): appending a large message piece by piece
   // would otherwise double the buffer's capacity on its last newline.
-  const auto lines = 1 + static_cast<std::size_t>(std::count(data.begin(), data.end(), '\n')) +
+  const auto lines =
+      one_line ? 1
+               : 1 + static_cast<std::size_t>(std::count(data.begin(), data.end(), '\n')) +
                      static_cast<std::size_t>(std::count(data.begin(), data.end(), '\r'));
   out.reserve(out.size() + data.size() + id.size() + lines * 7 + 32);
   out += "event: message\n";
@@ -22,6 +27,12 @@ void append_sse_event(std::string& out, std::string_view id, std::string_view da
     out += "id: ";
     out += id;
     out += '\n';
+  }
+  if (one_line) {  // compact JSON, the usual case: no scan per character
+    out += "data: ";
+    out += data;
+    out += "\n\n";
+    return;
   }
   std::size_t start = 0;
   while (true) {

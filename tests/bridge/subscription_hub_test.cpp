@@ -192,6 +192,13 @@ TEST_CASE("hub: one upstream subscription feeds many listens, released with the 
   CHECK(hub.from_client(cancelled("3")).unsubscribe == std::vector<std::string>{"a://x"});
   CHECK_FALSE(hub.subscribed_upstream("a://x"));
   CHECK(hub.listen_count() == 0);
+  CHECK(hub.from_server(updated("a://x")).to_client.empty());
+  // A later listen for the same URI starts over, and only it hears of updates.
+  CHECK(hub.from_client(listen("4", R"({"resourceSubscriptions":["a://x"]})")).subscribe ==
+        std::vector<std::string>{"a://x"});
+  CHECK(hub.subscribed("a://x", std::nullopt).to_client.size() == 1);
+  CHECK(texts(hub.from_server(updated("a://x")).to_client) ==
+        std::vector<std::string>{tagged_update("4", "a://x")});
 }
 
 TEST_CASE("hub: a listen cancelled while its subscribe is in flight undoes it", "[hub]") {

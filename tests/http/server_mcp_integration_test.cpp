@@ -583,6 +583,38 @@ TEST_CASE("http: a reader too far behind loses its stream but can resume it",
   CHECK(last == 999);
 }
 
+TEST_CASE("http: a reader that falls behind and catches up gets every event whole and in order",
+          "[http][integration]") {
+  // The first events go out on the socket the idle stream lends to the session; once the
+  // client stops reading, one of them is cut by a full socket buffer and the stream's writer
+  // takes over with its tail, then the events queued behind it.
+  TestServer ts(config_with([](auto& c) { c.limits.stream_queue_messages = 100000; }));
+  const auto sid = open_session(ts);
+  RawClient g(ts.endpoint);
+  g.send(bhttp::verb::get, "/mcp", get_headers(ts.host(), sid));
+  REQUIRE(g.read_header().status == 200);
+  REQUIRE(g.next_event());  // priming
+  constexpr int kEvents = 400;
+  const std::string filler(20000, 'x');  // 8 MB in all: more than the socket buffers hold
+  for (int i = 0; i < kEvents; ++i)
+    ts.backend.send(
+        0, Message::notification("notifications/message", R"({"n":)" + std::to_string(i) +
+                                                              R"(,"pad":")" + filler + R"("})"));
+  std::this_thread::sleep_for(200ms);
+  for (int i = 0; i < kEvents; ++i) {
+    auto e = g.next_message(10s);
+    REQUIRE(e);
+    REQUIRE(e->message());
+    CHECK(at(*e->message(), {"params", "n"}) == std::to_string(i));
+    CHECK(at(*e->message(), {"params", "pad"}) == filler);
+  }
+  // The stream goes on live afterwards.
+  ts.backend.send(0, Message::notification("notifications/message", R"({"n":"live"})"));
+  auto live = g.next_message(5s);
+  REQUIRE(live);
+  CHECK(at(*live->message(), {"params", "n"}) == "live");
+}
+
 TEST_CASE("http: two sessions may use the same request ids", "[http][integration]") {
   TestServer ts;
   const auto a = open_session(ts);
