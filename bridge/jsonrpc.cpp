@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bitset>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <mutex>
@@ -21,6 +22,35 @@ namespace {
 constexpr unsigned kWireFlags =
     rapidjson::kParseValidateEncodingFlag | rapidjson::kParseIterativeFlag;
 constexpr unsigned kDomFlags = kWireFlags | rapidjson::kParseFullPrecisionFlag;
+constexpr unsigned kNoValidation = ~static_cast<unsigned>(rapidjson::kParseValidateEncodingFlag);
+
+// True when no byte has its high bit set: such text is valid UTF-8 as it stands, and RapidJSON's
+// validation, a table lookup per byte, can be skipped (it was a fifth of the bridge's CPU on
+// 1 MiB tool results). Eight bytes at a time.
+bool all_ascii(std::string_view s) {
+  constexpr std::uint64_t kHigh = 0x8080808080808080ull;
+  std::size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    if (w & kHigh) return false;
+  }
+  for (; i < s.size(); ++i) {
+    if (static_cast<unsigned char>(s[i]) & 0x80) return false;
+  }
+  return true;
+}
+
+// Parses `text` with `handler` (SAX), validating UTF-8 only where there can be something to
+// validate.
+template <unsigned Flags, typename Handler>
+rapidjson::ParseResult parse_wire(std::string_view text, Handler& handler) {
+  rapidjson::Reader reader;
+  rapidjson::MemoryStream ms(text.data(), text.size());
+  rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> is(ms);
+  if (all_ascii(text)) return reader.Parse<Flags & kNoValidation>(is, handler);
+  return reader.Parse<Flags>(is, handler);
+}
 
 const char* json_type_name(rapidjson::Type t) {
   switch (t) {
@@ -435,10 +465,7 @@ Expected<Message, ParseFailure> Message::parse(std::shared_ptr<const std::string
 
   Classified c;
   Classifier handler(c, limits.max_depth);
-  rapidjson::Reader reader;
-  rapidjson::MemoryStream ms(sv.data(), sv.size());
-  rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> is(ms);
-  const rapidjson::ParseResult ok = reader.Parse<kWireFlags>(is, handler);
+  const rapidjson::ParseResult ok = parse_wire<kWireFlags>(sv, handler);
   if (!ok) {
     if (c.depth_exceeded) {
       return unexpected(
@@ -507,7 +534,8 @@ Expected<Message, ParseFailure> Message::parse(std::shared_ptr<const std::string
 
   // JSON strings cannot hold raw line breaks, so any CR/LF is whitespace between tokens; turning
   // them into spaces keeps the message identical and makes it one stdio line (002 §stdio).
-  if (sv.find_first_of("\r\n") != std::string_view::npos) {
+  // (Two vectorised scans: find_first_of calls memchr once per byte of the message.)
+  if (sv.find('\n') != std::string_view::npos || sv.find('\r') != std::string_view::npos) {
     auto copy = std::make_shared<std::string>(sv);
     std::replace_if(
         copy->begin(), copy->end(), [](char ch) { return ch == '\n' || ch == '\r'; }, ' ');
@@ -549,8 +577,13 @@ const std::shared_ptr<const std::string>& Message::shared_text() const {
 }
 
 const rapidjson::Document& Message::json() const {
-  std::call_once(s_->dom_once,
-                 [this] { s_->dom.Parse<kDomFlags>(s_->text->data(), s_->text->size()); });
+  std::call_once(s_->dom_once, [this] {
+    const std::string& t = *s_->text;
+    if (all_ascii(t))
+      s_->dom.Parse<kDomFlags & kNoValidation>(t.data(), t.size());
+    else
+      s_->dom.Parse<kDomFlags>(t.data(), t.size());
+  });
   return s_->dom;
 }
 
@@ -745,10 +778,7 @@ Expected<Body, ParseFailure> parse_body(std::string text, const Limits& limits) 
   }
   SyntaxOnly syntax;
   syntax.max_depth = limits.max_depth;
-  rapidjson::Reader reader;
-  rapidjson::MemoryStream ms(text.data(), text.size());
-  rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> is(ms);
-  const rapidjson::ParseResult ok = reader.Parse<kWireFlags>(is, syntax);
+  const rapidjson::ParseResult ok = parse_wire<kWireFlags>(text, syntax);
   if (!ok) {
     if (syntax.too_deep) {
       return unexpected(

@@ -195,6 +195,28 @@ TEST_CASE("parse errors are -32700 and say where", "[jsonrpc][malformed]") {
   CHECK(bad("{\"jsonrpc\":\"2.0\",\"method\":\"a\nb\"}").error.code == code::parse_error);
 }
 
+TEST_CASE("UTF-8 is checked wherever a byte is not ASCII, at any offset (002 §Transports)",
+          "[jsonrpc][malformed]") {
+  // Text that is all ASCII skips the per-byte validation, so the first non-ASCII byte is put at
+  // every offset across the eight-byte words the ASCII check reads.
+  for (std::size_t pad = 0; pad < 20; ++pad) {
+    const std::string head =
+        R"({"jsonrpc":"2.0","method":"m","params":{"s":")" + std::string(pad, 'a');
+    INFO("pad " << pad);
+    // Valid: é (2 bytes), € (3), 😀 (4): accepted and kept byte for byte.
+    const std::string good_text = head + "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"}}";
+    auto m = ok(good_text);
+    CHECK(m.text() == good_text);
+    CHECK(m.params()->FindMember("s")->value.GetStringLength() == pad + 9);
+    // Invalid: a stray continuation byte, a truncated sequence, an overlong encoding.
+    for (const char* wrong : {"\x80", "\xe2\x82\"", "\xc0\xaf"}) {
+      auto f = bad(head + wrong + "\"}}");
+      CHECK(f.error.code == code::parse_error);
+      CHECK(f.error.message.find("Invalid encoding in string") != std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("invalid requests are -32600 with the reason and the id when readable",
           "[jsonrpc][malformed]") {
   struct Case {
