@@ -43,11 +43,6 @@ metrics::Counter& http_bytes_out() {
   return counter;
 }
 
-// The chunk-size line of a chunk of `size` bytes (RFC 9112 §7.1); returns its length.
-std::size_t chunk_head(char (&head)[24], std::size_t size) {
-  return static_cast<std::size_t>(std::snprintf(head, sizeof head, "%zx\r\n", size));
-}
-
 // Under q.mu, with the socket lent and q.bytes holding exactly one event: sends it as one
 // chunk. True when all of it went. Otherwise the socket goes back to the writer (lent_fd = -1)
 // with what did not go: the framed tail in q.unsent when part went, else the event in q.bytes
@@ -76,12 +71,9 @@ bool send_on_lent_socket(PushQueue& q) {
   }
   q.lent_fd = -1;
   if (sent > 0) {
-    const auto done = static_cast<std::size_t>(sent);
-    q.unsent.reserve(total - done);
-    for (const auto& b : iov)
-      q.unsent.append(static_cast<const char*>(b.iov_base), b.iov_len);
-    q.unsent.erase(0, done);
-    q.bytes.clear();
+    // q.unsent is empty: the writer takes it before it lends the socket again.
+    keep_chunk_tail(q.bytes, head, head_len, static_cast<std::size_t>(sent));
+    q.unsent.swap(q.bytes);
   }
   return false;
 }
@@ -782,13 +774,9 @@ void Connection::pump() {
     // No timer operation per event: the stream tick checks this deadline (see on_stream_tick).
     chunk_deadline_ = last_chunk_at_ + write_limit(total);
     if (sent == 0) return net::async_write(stream_.socket(), chunk, std::move(done));
-    // Part went out: the rest, contiguous (rare: the reader is behind).
-    std::string rest;
-    rest.reserve(total - sent);
-    for (const auto& b : chunk)
-      rest.append(static_cast<const char*>(b.data()), b.size());
-    rest.erase(0, sent);
-    out_.swap(rest);
+    // Part went out (the reader is behind, or the event is larger than the socket's buffer):
+    // the rest, contiguous.
+    keep_chunk_tail(out_, chunk_head_, head_len, sent);
     net::async_write(stream_.socket(), net::buffer(out_), std::move(done));
     return;
   }

@@ -1,6 +1,7 @@
 #include "http/server_sse.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace mcpmqtt::http {
 
@@ -58,6 +59,20 @@ std::string sse_priming(std::string_view id, int retry_ms) {
 
 std::string_view sse_keepalive() {
   return ": keepalive\n\n";
+}
+
+std::size_t chunk_head(char (&head)[24], std::size_t size) {
+  return static_cast<std::size_t>(std::snprintf(head, sizeof head, "%zx\r\n", size));
+}
+
+void keep_chunk_tail(std::string& data, const char* head, std::size_t head_len, std::size_t sent) {
+  const std::size_t size = data.size();
+  if (sent < head_len)
+    data.insert(0, head + sent, head_len - sent);
+  else
+    data.erase(0, std::min(sent - head_len, size));
+  const std::size_t crlf_sent = sent > head_len + size ? sent - head_len - size : 0;
+  data.append("\r\n" + crlf_sent, 2 - crlf_sent);
 }
 
 }  // namespace mcpmqtt::http

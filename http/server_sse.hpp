@@ -2,6 +2,7 @@
 // §Streamable HTTP uses it). No I/O. Thread-safe (no state).
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -21,5 +22,15 @@ void append_sse_event(std::string& out, std::string_view id, std::string_view da
 std::string sse_priming(std::string_view id, int retry_ms = kSseRetryMs);
 // A comment line that keeps idle connections and proxies from timing out.
 std::string_view sse_keepalive();
+
+// Chunked transfer coding (RFC 9112 §7.1), as the streams write it themselves: each write is
+// one chunk, its size line, the data and CRLF.
+//
+// The size line of a chunk of `size` bytes ("1a\r\n"); returns its length.
+std::size_t chunk_head(char (&head)[24], std::size_t size);
+// Turns `data`, written as one chunk (the size line `head`, `data`, CRLF) of which `sent` bytes
+// went, into what is left of that chunk, in the same buffer: an event as large as a 1 MiB tool
+// result is moved within its buffer, never copied into a second one.
+void keep_chunk_tail(std::string& data, const char* head, std::size_t head_len, std::size_t sent);
 
 }  // namespace mcpmqtt::http

@@ -224,3 +224,22 @@ TEST_CASE("SSE framing: events, priming, keep-alive", "[http][sse]") {
   CHECK(sse_priming("0-1", 1000) == "id: 0-1\nretry: 1000\ndata: \n\n");
   CHECK(sse_keepalive() == ": keepalive\n\n");
 }
+
+TEST_CASE("chunk framing: the size line and what is left after any partial write", "[http][sse]") {
+  char head[24];
+  REQUIRE(chunk_head(head, 26) == 4);
+  CHECK(std::string(head, 4) == "1a\r\n");
+  REQUIRE(chunk_head(head, 1 << 20) == 8);
+  CHECK(std::string(head, 8) == "100000\r\n");
+  // RFC 9112 §7.1: size line, data, CRLF. Whatever number of bytes went, the tail is the rest
+  // of exactly that chunk: inside the size line, the data or the final CRLF.
+  const std::string data = "event: message\ndata: {}\n\n";
+  const std::size_t head_len = chunk_head(head, data.size());
+  const std::string whole = std::string(head, head_len) + data + "\r\n";
+  for (std::size_t sent = 1; sent < whole.size(); ++sent) {
+    std::string buffer = data;
+    keep_chunk_tail(buffer, head, head_len, sent);
+    INFO("sent " << sent);
+    CHECK(buffer == whole.substr(sent));
+  }
+}
