@@ -265,6 +265,7 @@ void read_mqtt(ObjectReader& r, MqttConfig& m, std::vector<Problem>& problems) {
   r.string("username", m.username);
   r.string("password_file", m.password_file, false);
   r.integer("keepalive_s", m.keepalive_s, 5, 3600);
+  r.integer("qos", m.qos, 0, 1);
   r.integer("connect_timeout_s", m.connect_timeout_s, 1, 300);
   r.integer("reconnect_min_ms", m.reconnect_min_ms, 10, 600000);
   r.integer("reconnect_max_ms", m.reconnect_max_ms, 10, 3600000);

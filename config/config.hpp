@@ -35,6 +35,11 @@ struct MqttConfig {
   std::string password;  // resolved from password_file or MCPMQTT_MQTT_PASSWORD; never logged
   TlsConfig tls;
   int keepalive_s = 30;
+  // QoS of everything the bridge publishes and subscribes to: 1 (the broker acknowledges each
+  // publication and paces them by its Receive Maximum) or 0 (no acknowledgements: half the
+  // packets per message). Sessions never resume (clean start, no expiry), so QoS 1 redelivers
+  // nothing a lost connection dropped; the peers accept either.
+  int qos = 1;
   int connect_timeout_s = 10;
   int reconnect_min_ms = 500;
   int reconnect_max_ms = 30000;

@@ -370,7 +370,7 @@ void Connection::do_connect() {
         {::mqtt::property::USER_PROPERTY, "MCP-MQTT-CLIENT-ID", options_.client_id},
     };
     builder.will(::mqtt::will_options(options_.will->topic, options_.will->payload.data(),
-                                      options_.will->payload.size(), options_.qos,
+                                      options_.will->payload.size(), options_.broker.qos,
                                       options_.will->retained, will_props));
   }
   if (!b.username.empty()) builder.user_name(b.username);
@@ -561,7 +561,7 @@ void Connection::send_subscribe(const std::string& filter, bool no_local) {
         });
       });
   try {
-    paho_->client->subscribe(filter, options_.qos, nullptr, listener,
+    paho_->client->subscribe(filter, options_.broker.qos, nullptr, listener,
                              ::mqtt::subscribe_options(no_local));
   } catch (const ::mqtt::exception& e) {
     listener.discard();
@@ -695,7 +695,7 @@ void Connection::send_publish(const std::string& topic, std::shared_ptr<const st
   auto msg = ::mqtt::message_ptr_builder()
                  .topic(topic)
                  .payload(::mqtt::binary_ref(payload))
-                 .qos(options_.qos)
+                 .qos(options_.broker.qos)
                  .retained(retained)
                  .properties(std::move(props))
                  .finalize();

@@ -45,13 +45,12 @@ struct Will {
 };
 
 struct ConnectionOptions {
-  config::MqttConfig broker;  // host, port, TLS, credentials, keep-alive, reconnect delays
+  config::MqttConfig broker;  // host, port, TLS, credentials, keep-alive, QoS, reconnect delays
   std::string client_id;
   Role role = Role::client;
   std::string meta_json = "{}";  // MCP-META on CONNECT: a JSON object
   std::optional<Will> will;
   bool reconnect = true;                    // retry the first connect and reconnect after a loss
-  int qos = 1;                              // of everything this connection publishes
   std::size_t max_backlog_messages = 1000;  // publications held while disconnected
   std::size_t max_backlog_bytes = 16 << 20;
   // Publications held while connected but not yet written — by us while the broker's Receive

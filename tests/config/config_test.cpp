@@ -54,6 +54,7 @@ TEST_CASE("defaults are safe: loopback, random pick, recommended timeouts", "[co
   CHECK(c.mqtt.host == "127.0.0.1");
   CHECK(c.mqtt.port == 1883);
   CHECK_FALSE(c.mqtt.tls.enabled);
+  CHECK(c.mqtt.qos == 1);
   CHECK(c.http.listen == "127.0.0.1:8080");
   CHECK(c.http.listen_host == "127.0.0.1");
   CHECK(c.http.listen_port == 8080);
@@ -177,6 +178,7 @@ TEST_CASE("wrong types and values name the key, the expectation and what was fou
        R"(expected an integer from 5 to 3600, found "30")"},
       {R"({"mqtt": {"keepalive_s": 2.5}})", "mqtt.keepalive_s",
        "expected an integer from 5 to 3600, found a number"},
+      {R"({"mqtt": {"qos": 2}})", "mqtt.qos", "expected an integer from 0 to 1, found 2"},
       {R"({"mqtt": {"client_id_prefix": "a/b"}})", "mqtt.client_id_prefix",
        "is part of MQTT client ids and must not contain '/', '+' or '#'"},
       {R"({"mqtt": {"reconnect_min_ms": 5000, "reconnect_max_ms": 1000}})", "mqtt.reconnect_min_ms",

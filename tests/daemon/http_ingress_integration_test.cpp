@@ -13,6 +13,7 @@
 #include "tests/support/mosquitto.hpp"
 #include "tests/support/mqtt_mcp_client.hpp"
 #include "tests/support/node_tools.hpp"
+#include "tests/support/observer.hpp"
 
 using namespace mcpmqtt::test;
 using namespace std::chrono_literals;
@@ -66,6 +67,41 @@ TEST_CASE(
     if (json_at(n, "method") == "notifications/progress") ++progress;
   }
   CHECK(progress == 3);
+}
+
+TEST_CASE(
+    "HTTP ingress with mqtt.qos 0: the SDK client calls a tool through Mosquitto and the stdio "
+    "egress and every MCP message crosses the broker at QoS 0",
+    "[ingress][sdk][qos]") {
+  Mosquitto broker;
+  // The observer subscribes at QoS 1: what it receives carries the publisher's QoS (MQTT 5
+  // §3.8.4: delivery at the lower of the two).
+  Observer watch(broker.url());
+  watch.subscribe("$mcp-rpc/#");
+  watch.subscribe("$mcp-server/#");
+  watch.subscribe("$mcp-client/#");
+  Bridge bridge(broker, R"({"test/qos0": {"command": ")" MCPMQTT_TEST_SERVER R"("}})", "test/qos0",
+                "", "", R"(, "qos": 0)");
+  REQUIRE(bridge.proc->wait_for_log("[directory] test/qos0 online"));
+  auto run = run_sdk_client(
+      {"--url", bridge.url()},
+      R"({"steps":[{"op":"callTool","name":"echo","arguments":{"text":"at most once"}}]})");
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  auto steps = run.all("step");
+  REQUIRE(steps.size() == 1);
+  CHECK(steps[0].find("at most once") != std::string::npos);
+  const auto seen = watch.drain(500ms);
+  std::size_t rpc = 0, at_qos1 = 0;
+  for (const auto& m : seen) {
+    if (m.topic.rfind("$mcp-rpc/", 0) == 0) ++rpc;
+    if (m.qos != 0) {
+      UNSCOPED_INFO(m.topic << " at QoS " << m.qos);
+      ++at_qos1;
+    }
+  }
+  CHECK(rpc >= 4);  // initialize and tools/call, each a request and a response
+  CHECK(at_qos1 == 0);
 }
 
 TEST_CASE(

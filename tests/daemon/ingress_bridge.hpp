@@ -17,15 +17,17 @@ namespace mcpmqtt::test {
 struct Bridge {
   std::uint16_t port = free_loopback_port();
   std::unique_ptr<BridgeProcess> proc;
-  // `extra` adds top-level keys ("key": value, ...), `http_extra` keys of the http object.
+  // `extra` adds top-level keys ("key": value, ...), `http_extra` and `mqtt_extra` keys of the
+  // http and mqtt objects (", \"key\": value").
   Bridge(const Mosquitto& broker, const std::string& servers, const std::string& default_server,
-         const std::string& extra = "", const std::string& http_extra = "") {
+         const std::string& extra = "", const std::string& http_extra = "",
+         const std::string& mqtt_extra = "") {
     proc = std::make_unique<BridgeProcess>(
         std::vector<std::string>{},
-        R"({"mqtt": {"url": ")" + broker.url() + R"("}, "http": {"listen": "127.0.0.1:)" +
-            std::to_string(port) + "\"" + http_extra + R"(}, "ingress": {"default_server": ")" +
-            default_server + R"(", "presence_wait_ms": 1000}, )" + extra + R"("mcpServers": )" +
-            servers + "}");
+        R"({"mqtt": {"url": ")" + broker.url() + "\"" + mqtt_extra +
+            R"(}, "http": {"listen": "127.0.0.1:)" + std::to_string(port) + "\"" + http_extra +
+            R"(}, "ingress": {"default_server": ")" + default_server +
+            R"(", "presence_wait_ms": 1000}, )" + extra + R"("mcpServers": )" + servers + "}");
     REQUIRE(proc->wait_for_log("HTTP ingress on http://127.0.0.1:" + std::to_string(port)));
   }
   std::string url(const std::string& path = "/mcp") const {

@@ -66,6 +66,7 @@ TEST_CASE(
   CHECK(c->will_retain);
   CHECK(c->will_topic == "$mcp-server/presence/sid-connect/demo/connect");
   CHECK(c->will_payload.empty());
+  CHECK(c->will_qos == 1);  // mqtt.qos, 1 by default
   CHECK(prop(c->will_user_properties, "MCP-COMPONENT-TYPE") == "mcp-server");
   CHECK(prop(c->will_user_properties, "MCP-MQTT-CLIENT-ID") == "sid-connect");
 
@@ -73,6 +74,7 @@ TEST_CASE(
   auto s = broker.subscribe(0);
   REQUIRE(s);
   CHECK(s->filters.at(0).first == "$mcp-server/sid-connect/demo/connect");
+  CHECK((s->filters.at(0).second & 0x03) == 1);
   auto p = broker.publish(0);
   REQUIRE(p);
   CHECK(p->topic == "$mcp-server/presence/sid-connect/demo/connect");
@@ -80,6 +82,34 @@ TEST_CASE(
   CHECK(p->qos == 1);
   CHECK(prop(p->user_properties, "MCP-COMPONENT-TYPE") == "mcp-server");
   CHECK(prop(p->user_properties, "MCP-MQTT-CLIENT-ID") == "sid-connect");
+  std::promise<void> stopped;
+  io.run(strand, [&] { ep->stop(1s, [&] { stopped.set_value(); }); });
+  stopped.get_future().wait_for(5s);
+}
+
+TEST_CASE("mqtt.qos 0: a server endpoint's will and subscription and its presence go at QoS 0",
+          "[mqtt][connect][qos]") {
+  FakeBroker broker;
+  IoThreads io;
+  auto strand = io.strand();
+  mq::ServerEndpoint::Options o;
+  o.broker = broker_config(broker.url());
+  o.broker.qos = 0;
+  o.server_id = "sid-qos0";
+  o.server_name = "demo/qos0";
+  auto ep = mq::ServerEndpoint::create(strand, [&] { return io.strand(); }, o, {});
+  io.run(strand, [&] { ep->start(); });
+  auto c = broker.connect(0);
+  REQUIRE(c);
+  CHECK(c->will);
+  CHECK(c->will_qos == 0);
+  auto s = broker.subscribe(0);
+  REQUIRE(s);
+  CHECK((s->filters.at(0).second & 0x03) == 0);
+  auto p = broker.publish(0);
+  REQUIRE(p);
+  CHECK(p->topic == "$mcp-server/presence/sid-qos0/demo/qos0");
+  CHECK(p->qos == 0);
   std::promise<void> stopped;
   io.run(strand, [&] { ep->stop(1s, [&] { stopped.set_value(); }); });
   stopped.get_future().wait_for(5s);
