@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
+#include <utility>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
@@ -57,6 +60,31 @@ double cpu_seconds(pid_t pid) {
   return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
+namespace {
+// The aggregate "cpu" line of /proc/stat: (steal, all ticks).
+std::pair<unsigned long long, unsigned long long> cpu_ticks() {
+  std::ifstream in("/proc/stat");
+  std::string label;
+  in >> label;
+  unsigned long long total = 0, steal = 0, v = 0;
+  for (int field = 0; field < 8 && in >> v; ++field) {  // user nice system idle iowait irq
+    total += v;                                         // softirq steal (guest time is in user)
+    if (field == 7) steal = v;
+  }
+  return {steal, total};
+}
+}  // namespace
+
+StealMeter::StealMeter() {
+  std::tie(steal0_, total0_) = cpu_ticks();
+}
+
+double StealMeter::percent() const {
+  const auto [steal, total] = cpu_ticks();
+  if (total <= total0_) return 0;
+  return 100.0 * static_cast<double>(steal - steal0_) / static_cast<double>(total - total0_);
+}
+
 double percentile(std::vector<double>& values, double q) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
@@ -70,6 +98,31 @@ void raise_fd_limit() {
     lim.rlim_cur = lim.rlim_max;
     ::setrlimit(RLIMIT_NOFILE, &lim);
   }
+}
+
+int parse_options(int argc, char** argv, const char* usage,
+                  const std::function<bool(const std::string&, const std::string&)>& set) {
+  for (int i = 1; i < argc; i += 2) {
+    const std::string name = argv[i];
+    if (name == "--help" || name == "-h") {
+      std::fputs(usage, stdout);
+      return 0;
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "option %s needs a value\n%s", name.c_str(), usage);
+      return 2;
+    }
+    try {
+      if (!set(name, argv[i + 1])) {
+        std::fprintf(stderr, "unknown option %s\n%s", name.c_str(), usage);
+        return 2;
+      }
+    } catch (const std::logic_error&) {  // std::stoul and friends on a value that is no number
+      std::fprintf(stderr, "bad value for %s: %s\n", name.c_str(), argv[i + 1]);
+      return 2;
+    }
+  }
+  return -1;
 }
 
 std::string open_session(const net::ip::tcp::endpoint& ep, const std::string& host,

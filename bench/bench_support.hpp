@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,12 +18,30 @@ std::size_t peak_rss_kib(pid_t pid);
 // CPU time (user + system) a process has used so far, in seconds (clock-tick resolution).
 double cpu_seconds(pid_t pid);
 
+// The share of the machine's CPU time the hypervisor gave to others (steal) since the
+// object was made, from /proc/stat: on a shared virtual machine, a run with more than a few
+// percent of steal measured the neighbours as much as the bridge.
+class StealMeter {
+ public:
+  StealMeter();
+  double percent() const;
+
+ private:
+  unsigned long long steal0_ = 0, total0_ = 0;
+};
+
 // The q-quantile (0..1) of `values` by nearest rank; sorts `values`. 0 when empty.
 double percentile(std::vector<double>& values, double q);
 
 // Raises this process's open-file limit to its hard limit (inherited by the processes it
 // starts), for benchmarks that hold thousands of sockets.
 void raise_fd_limit();
+
+// Parses `--name value` pairs, calling `set(name, value)` for each; `set` returns false for a
+// name it does not know. Prints `usage` and returns 0 for --help or -h, returns 2 after a
+// message for an unknown option or one without a value, and -1 when the caller should go on.
+int parse_options(int argc, char** argv, const char* usage,
+                  const std::function<bool(const std::string&, const std::string&)>& set);
 
 // Initializes an MCP session over Streamable HTTP (initialize, then notifications/initialized)
 // and returns its Mcp-Session-Id. Throws on failure.

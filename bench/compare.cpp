@@ -17,7 +17,8 @@
 // to the clients, the egress next to the server), so each one's memory is its own.
 //
 //   bench_compare [--only 1,2,3,4] [--requests 2000] [--seconds 10] [--concurrency 64]
-//                 [--sessions 10000] [--payload-kib 1024] [--in-flight 4]
+//                 [--sessions 10000] [--idle-seconds 10] [--keepalive 0] [--payload-kib 1024]
+//                 [--in-flight 4] [--qos 1]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -61,8 +62,9 @@ struct Settings {
   std::size_t sessions = 10000;
   std::size_t payload_bytes = 1024 * 1024;
   std::size_t in_flight = 4;
-  int keepalive_s = 0;
-  int idle_seconds = 10;  // scenario 3's ingress: mqtt.keepalive_s (0: the daemon's default)
+  int qos = 1;            // mqtt.qos of both bridge processes, and the floor's QoS
+  int keepalive_s = 0;    // scenario 3's ingress: mqtt.keepalive_s (0: the daemon's default)
+  int idle_seconds = 10;  // scenario 3: how long the open sessions idle while CPU is measured
 };
 
 std::string echo_request(std::uint64_t id, const std::string& text) {
@@ -110,9 +112,9 @@ tcp::endpoint loopback(std::uint16_t port) {
 struct Ingress {
   std::uint16_t port = test::free_loopback_port();
   std::unique_ptr<test::BridgeProcess> proc;
-  Ingress(const std::string& broker_url, std::size_t max_sessions, int keepalive_s = 0) {
+  Ingress(const std::string& broker_url, std::size_t max_sessions, int qos, int keepalive_s = 0) {
     std::ostringstream cfg;
-    cfg << R"({"mqtt": {"url": ")" << broker_url << '"';
+    cfg << R"({"mqtt": {"url": ")" << broker_url << R"(", "qos": )" << qos;
     if (keepalive_s > 0) cfg << R"(, "keepalive_s": )" << keepalive_s;
     cfg << "},"
         << R"("http": {"listen": "127.0.0.1:)" << port << R"(", "limits": {"max_sessions": )"
@@ -129,9 +131,10 @@ struct Ingress {
 // A bridge publishing the C++ test server on MQTT through its stdio egress.
 struct Egress {
   std::unique_ptr<test::BridgeProcess> proc;
-  Egress(const std::string& broker_url, std::size_t max_sessions) {
+  Egress(const std::string& broker_url, std::size_t max_sessions, int qos) {
     std::ostringstream cfg;
-    cfg << R"({"mqtt": {"url": ")" << broker_url << R"("}, "http": {"enabled": false},)"
+    cfg << R"({"mqtt": {"url": ")" << broker_url << R"(", "qos": )" << qos
+        << R"(}, "http": {"enabled": false},)"
         << R"("egress": {"max_sessions_per_server": )" << max_sessions + 16 << "},"
         << R"("log": {"level": "warn"},)"
         << R"("mcpServers": {")" << kServer << R"(": {"command": ")" MCPMQTT_TEST_SERVER
@@ -187,7 +190,7 @@ Latency http_latency(const tcp::endpoint& ep, const std::string& host, const Set
 }
 
 // (a) The floor: a raw MQTT request and response through the same broker, with the same
-// payload, QoS 1 both ways as the bridge publishes, MQTT 5 clients of the same library.
+// payload, both ways at the QoS the bridge publishes with, MQTT 5 clients of the same library.
 Latency mqtt_floor(const std::string& broker_url, const Settings& s) {
   const std::string payload = echo_request(7, kText);
   auto opts = ::mqtt::connect_options_builder().mqtt_version(5).clean_start(true).finalize();
@@ -213,7 +216,7 @@ Latency mqtt_floor(const std::string& broker_url, const Settings& s) {
       inbox.clear();
       lock.unlock();
       for (const auto& p : batch)
-        responder.publish("bench/floor/response", p.data(), p.size(), 1, false);
+        responder.publish("bench/floor/response", p.data(), p.size(), s.qos, false);
       lock.lock();
     }
   });
@@ -227,13 +230,13 @@ Latency mqtt_floor(const std::string& broker_url, const Settings& s) {
   });
   responder.connect(opts)->wait();
   requester.connect(opts)->wait();
-  responder.subscribe("bench/floor/request", 1)->wait();
-  requester.subscribe("bench/floor/response", 1)->wait();
+  responder.subscribe("bench/floor/request", s.qos)->wait();
+  requester.subscribe("bench/floor/response", s.qos)->wait();
   std::vector<double> us;
   us.reserve(s.requests);
   for (std::size_t i = 0; i < s.warmup + s.requests; ++i) {
     const auto t0 = Clock::now();
-    requester.publish("bench/floor/request", payload.data(), payload.size(), 1, false);
+    requester.publish("bench/floor/request", payload.data(), payload.size(), s.qos, false);
     std::unique_lock lock(mu);
     if (!cv.wait_for(lock, 5s, [&] { return answered == i + 1; }))
       throw std::runtime_error("the floor's response did not come");
@@ -286,13 +289,16 @@ Latency stdio_direct(const Settings& s) {
 
 struct Throughput {
   double rps = 0, p50_ms = 0, p99_ms = 0;
+  double cpu_us_per_request = 0;  // of the processes `load` was told to measure, together
   std::size_t errors = 0;
 };
 
 // `concurrency` sessions, each on its own connection and thread, calling `body_for` for
-// `seconds` once all are open.
+// `seconds` once all are open; the CPU time the processes `measured` use meanwhile is divided
+// by the requests answered (a measure the machine's other load disturbs less than rps).
 Throughput load(const tcp::endpoint& ep, const std::string& host, std::size_t concurrency,
-                int seconds, const std::function<std::string(std::uint64_t)>& body_for,
+                int seconds, const std::vector<pid_t>& measured,
+                const std::function<std::string(std::uint64_t)>& body_for,
                 const std::string& expect) {
   std::atomic<std::size_t> ready{0}, errors{0};
   std::atomic<bool> go{false};
@@ -328,12 +334,20 @@ Throughput load(const tcp::endpoint& ep, const std::string& host, std::size_t co
   }
   while (ready < concurrency)
     std::this_thread::sleep_for(10ms);
+  auto cpu_of_measured = [&] {
+    double sum = 0;
+    for (pid_t pid : measured)
+      sum += cpu_seconds(pid);
+    return sum;
+  };
+  const double cpu0 = cpu_of_measured();
   const auto t0 = Clock::now();
   t_end = t0 + std::chrono::seconds(seconds);
   go = true;
   for (auto& t : threads)
     t.join();
   const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double cpu = cpu_of_measured() - cpu0;
   std::vector<double> all;
   for (auto& v : per)
     all.insert(all.end(), v.begin(), v.end());
@@ -342,6 +356,7 @@ Throughput load(const tcp::endpoint& ep, const std::string& host, std::size_t co
   r.p50_ms = percentile(all, 0.50);
   r.p99_ms = percentile(all, 0.99);
   r.errors = errors;
+  if (!all.empty()) r.cpu_us_per_request = cpu * 1e6 / static_cast<double>(all.size());
   return r;
 }
 
@@ -349,8 +364,8 @@ Throughput load(const tcp::endpoint& ep, const std::string& host, std::size_t co
 
 void scenario_latency(const Settings& s) {
   test::Mosquitto broker;
-  Egress egress(broker.url(), 8);
-  Ingress ingress(broker.url(), 8);
+  Egress egress(broker.url(), 8, s.qos);
+  Ingress ingress(broker.url(), 8, s.qos);
   Supergateway sg;
   const Latency bridge = http_latency(ingress.ep(), ingress.host(), s);
   const Latency gateway = http_latency(sg.ep(), sg.host(), s);
@@ -372,13 +387,14 @@ void scenario_throughput(const Settings& s) {
   Throughput bridge, gateway;
   {
     test::Mosquitto broker;
-    Egress egress(broker.url(), s.concurrency);
-    Ingress ingress(broker.url(), s.concurrency);
-    bridge = load(ingress.ep(), ingress.host(), s.concurrency, s.seconds, body, kText);
+    Egress egress(broker.url(), s.concurrency, s.qos);
+    Ingress ingress(broker.url(), s.concurrency, s.qos);
+    bridge = load(ingress.ep(), ingress.host(), s.concurrency, s.seconds,
+                  {ingress.proc->pid(), egress.proc->pid(), broker.pid()}, body, kText);
   }
   {
     Supergateway sg;
-    gateway = load(sg.ep(), sg.host(), s.concurrency, s.seconds, body, kText);
+    gateway = load(sg.ep(), sg.host(), s.concurrency, s.seconds, {sg.proc->pid()}, body, kText);
   }
   const std::string what = "2 throughput, " + std::to_string(s.concurrency) + " sessions, " +
                            std::to_string(s.seconds) + " s";
@@ -387,6 +403,11 @@ void scenario_throughput(const Settings& s) {
   g_rows.push_back(
       {"", "p50 / p99 ms", fmt("%.2f", bridge.p50_ms) + " / " + fmt("%.2f", bridge.p99_ms),
        fmt("%.2f", gateway.p50_ms) + " / " + fmt("%.2f", gateway.p99_ms), "", "", "", ""});
+  g_rows.push_back({"",
+                    "CPU µs per request (bridge: both processes and Mosquitto; supergateway: "
+                    "its Node process)",
+                    fmt("%.0f", bridge.cpu_us_per_request), fmt("%.0f", gateway.cpu_us_per_request),
+                    "", "", "", ""});
   if (bridge.errors + gateway.errors > 0)
     g_rows.push_back({"", "errors", std::to_string(bridge.errors), std::to_string(gateway.errors),
                       "", "", "0", "no"});
@@ -398,7 +419,7 @@ void scenario_sessions(const Settings& s) {
   o.argv = {MCPMQTT_BENCH_MQTT_ECHO, broker.url(), kServer};
   auto server = test::Process::start(o);
   find_server_id(broker.url(), kServer);
-  Ingress ingress(broker.url(), s.sessions, s.keepalive_s);
+  Ingress ingress(broker.url(), s.sessions, s.qos, s.keepalive_s);
   // One session opened and used first, so the idle figure includes what every process has
   // once it served anything (thread stacks, pools), not what sessions cost.
   {
@@ -481,8 +502,8 @@ void scenario_sessions(const Settings& s) {
 
 void scenario_payload(const Settings& s) {
   test::Mosquitto broker;
-  Egress egress(broker.url(), s.in_flight);
-  Ingress ingress(broker.url(), s.in_flight);
+  Egress egress(broker.url(), s.in_flight, s.qos);
+  Ingress ingress(broker.url(), s.in_flight, s.qos);
   // Open a session once (children started, pools warm) before taking the idle figures.
   {
     McpHttpClient c(ingress.ep(), ingress.host());
@@ -498,7 +519,8 @@ void scenario_payload(const Settings& s) {
   auto body = [&](std::uint64_t id) {
     return R"({"jsonrpc":"2.0","id":)" + std::to_string(id) + body_tail;
   };
-  const Throughput r = load(ingress.ep(), ingress.host(), s.in_flight, s.seconds, body, "xxxxxxxx");
+  const Throughput r = load(ingress.ep(), ingress.host(), s.in_flight, s.seconds,
+                            {ingress.proc->pid(), egress.proc->pid()}, body, "xxxxxxxx");
   const double in_peak = static_cast<double>(peak_rss_kib(ingress.proc->pid()));
   const double eg_peak = static_cast<double>(peak_rss_kib(egress.proc->pid()));
   const double payload_kib = static_cast<double>(s.payload_bytes) / 1024.0;
@@ -513,6 +535,8 @@ void scenario_payload(const Settings& s) {
                     "", r.errors == 0 ? "" : "errors: " + std::to_string(r.errors)});
   g_rows.push_back({"", "p50 / p99 ms", fmt("%.1f", r.p50_ms) + " / " + fmt("%.1f", r.p99_ms), "",
                     "", "", "", ""});
+  g_rows.push_back({"", "CPU µs per result: both bridge processes",
+                    fmt("%.0f", r.cpu_us_per_request), "", "", "", "", ""});
   g_rows.push_back(
       {"", "ingress peak RSS above idle, × payload per request in flight",
        fmt("%.2f", in_ratio) + " (" + fmt("%.1f", (in_peak - in_idle) / 1024) + " MiB)", "", "", "",
@@ -527,8 +551,12 @@ void scenario_payload(const Settings& s) {
 
 int main(int argc, char** argv) {
   Settings s;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i], v = argv[i + 1];
+  const char* usage =
+      "usage: bench_compare [--only 1,2,3,4] [--requests 2000] [--seconds 10]\n"
+      "                     [--concurrency 64] [--sessions 10000] [--idle-seconds 10]\n"
+      "                     [--keepalive 0] [--payload-kib 1024] [--in-flight 4] [--qos 1]\n"
+      "(--keepalive: scenario 3's mqtt.keepalive_s, 0 for the daemon's default)\n";
+  const int rc = parse_options(argc, argv, usage, [&](const std::string& a, const std::string& v) {
     if (a == "--only") {
       s.only.clear();
       std::stringstream ss(v);
@@ -547,16 +575,21 @@ int main(int argc, char** argv) {
       s.payload_bytes = std::stoul(v) * 1024;
     } else if (a == "--idle-seconds") {
       s.idle_seconds = std::max(1, std::stoi(v));
+    } else if (a == "--qos") {
+      s.qos = std::stoi(v);
+      if (s.qos != 0 && s.qos != 1) throw std::invalid_argument("qos");
     } else if (a == "--keepalive") {
       s.keepalive_s = std::stoi(v);
     } else if (a == "--in-flight") {
       s.in_flight = std::stoul(v);
     } else {
-      std::cerr << "unknown option " << a << "\n";
-      return 2;
+      return false;
     }
-  }
+    return true;
+  });
+  if (rc >= 0) return rc;
   raise_fd_limit();
+  const StealMeter steal;
   const auto t0 = Clock::now();
   try {
     if (s.only.count(1)) scenario_latency(s);
@@ -574,6 +607,7 @@ int main(int argc, char** argv) {
     std::printf("| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.scenario.c_str(),
                 r.measure.c_str(), r.bridge.c_str(), r.supergateway.c_str(), r.floor.c_str(),
                 r.stdio.c_str(), r.target.c_str(), r.met.c_str());
-  std::printf("\n(%.0f s in all)\n", std::chrono::duration<double>(Clock::now() - t0).count());
+  std::printf("\n(%.0f s in all; CPU time stolen by the hypervisor: %.1f %%)\n",
+              std::chrono::duration<double>(Clock::now() - t0).count(), steal.percent());
   return 0;
 }

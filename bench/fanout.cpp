@@ -260,8 +260,10 @@ int main(int argc, char** argv) {
   std::vector<std::size_t> counts = {1000, 10000};
   std::size_t per_session = 100, updates = 30;
   int interval_ms = 200, client_threads = 2, bridge_threads = 2;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i], v = argv[i + 1];
+  const char* usage =
+      "usage: bench_fanout [--streams 1000,10000] [--per-session 100] [--updates 30]\n"
+      "                    [--interval-ms 200] [--client-threads 2] [--bridge-threads 2]\n";
+  const int rc = parse_options(argc, argv, usage, [&](const std::string& a, const std::string& v) {
     if (a == "--streams") {
       counts.clear();
       std::stringstream ss(v);
@@ -278,16 +280,18 @@ int main(int argc, char** argv) {
     } else if (a == "--interval-ms") {
       interval_ms = std::stoi(v);
     } else {
-      std::cerr << "unknown option " << a << "\n";
-      return 2;
+      return false;
     }
-  }
+    return true;
+  });
+  if (rc >= 0) return rc;
   raise_fd_limit();
   std::printf(
       "| streams | sessions | updates | p50 ms | p99 ms | max ms | lost | open s | bridge RSS "
       "idle MiB | RSS with streams MiB | peak MiB | KiB per stream | bridge CPU µs per event "
       "|\n"
       "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  const StealMeter steal;
   for (auto n : counts) {
     const Row r = run(n, per_session, updates, interval_ms, client_threads, bridge_threads);
     std::printf(
@@ -299,5 +303,6 @@ int main(int argc, char** argv) {
         r.cpu_us_per_event);
     std::fflush(stdout);
   }
+  std::printf("\n(CPU time stolen by the hypervisor: %.1f %%)\n", steal.percent());
   return 0;
 }

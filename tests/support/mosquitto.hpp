@@ -40,6 +40,7 @@ class Mosquitto {
   ~Mosquitto();
 
   std::uint16_t port() const { return port_; }
+  pid_t pid() const { return proc_ ? proc_->pid() : -1; }
   // mqtt://127.0.0.1:PORT, or mqtts:// for a TLS listener.
   std::string url() const;
   bool running();
