@@ -60,6 +60,33 @@ Mosquitto::Mosquitto(Options options) : options_(std::move(options)) {
 
 Mosquitto::~Mosquitto() {
   kill();
+  release_port();
+}
+
+void Mosquitto::hold_port() {
+  if (held_fd_ >= 0) return;
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return;
+  // SO_REUSEADDR, as Mosquitto's listener has it: the port still has the broker's side of its
+  // closed connections in TIME_WAIT. Bound, the port is out of the kernel's choice for port-0
+  // binds and for the ephemeral ports of connects.
+  const int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(port_);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return;
+  }
+  held_fd_ = fd;
+}
+
+void Mosquitto::release_port() {
+  if (held_fd_ < 0) return;
+  ::close(held_fd_);
+  held_fd_ = -1;
 }
 
 std::string Mosquitto::url() const {
@@ -124,6 +151,7 @@ void Mosquitto::stop() {
   if (!proc_->wait_for(std::chrono::seconds(10))) proc_->signal_group(SIGKILL);
   proc_->wait_for(std::chrono::seconds(5));
   proc_.reset();
+  hold_port();
 }
 
 void Mosquitto::kill() {
@@ -131,10 +159,12 @@ void Mosquitto::kill() {
   proc_->signal_group(SIGKILL);
   proc_->wait_for(std::chrono::seconds(5));
   proc_.reset();
+  hold_port();
 }
 
 void Mosquitto::restart() {
   stop();
+  release_port();
   // The port was ours a moment ago; mosquitto sets SO_REUSEADDR, so binding again works.
   for (int attempt = 0;; ++attempt) {
     try {

@@ -45,6 +45,11 @@ class Mosquitto {
   std::string url() const;
   bool running();
 
+  // While the broker is down its port stays bound by a socket of ours that does not listen:
+  // clients are refused as by a dead broker, but the kernel hands the port to no one else
+  // before restart() — not to free_loopback_port() in a parallel test (whose broker would then
+  // answer for this one) and not as the ephemeral port of a client dialling it (which would
+  // connect to itself).
   void stop();     // graceful (SIGTERM), waits for exit
   void kill();     // SIGKILL, waits for exit
   void restart();  // start again on the same port
@@ -54,7 +59,10 @@ class Mosquitto {
 
  private:
   void start();
+  void hold_port();
+  void release_port();
   Options options_;
+  int held_fd_ = -1;
   TempDir dir_;
   std::uint16_t port_ = 0;
   std::unique_ptr<Process> proc_;

@@ -1,6 +1,10 @@
 // The Mosquitto test helper works: a real broker on a free loopback port carries MQTT v5
 // retained messages with user properties, and honours No Local.
+#include <arpa/inet.h>
 #include <catch2/catch.hpp>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "tests/support/mosquitto.hpp"
 #include "tests/support/observer.hpp"
@@ -66,4 +70,31 @@ TEST_CASE("Mosquitto helper: two brokers get two ports and a restart keeps the p
   CHECK(o.connected());
   a.kill();
   CHECK_FALSE(a.running());
+}
+
+TEST_CASE(
+    "Mosquitto helper: a stopped broker's port refuses clients and stays reserved until "
+    "restart",
+    "[integration][mosquitto]") {
+  // A bind without SO_REUSEADDR, as the kernel's port-0 choice and a client's ephemeral port
+  // would need the port: it fails while anything is bound there.
+  auto can_bind = [](std::uint16_t port) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(port);
+    const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    ::close(fd);
+    return ok;
+  };
+  Mosquitto broker;
+  const auto port = broker.port();
+  broker.stop();
+  CHECK_FALSE(wait_for_port(port, 300ms));  // refused, as by a dead broker
+  CHECK_FALSE(can_bind(port));
+  broker.restart();
+  CHECK(broker.port() == port);
+  Observer o(broker.url());
+  CHECK(o.connected());
 }
