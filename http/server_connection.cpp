@@ -560,11 +560,7 @@ std::shared_ptr<Exchange> Connection::new_exchange() {
   ++serial_;
   phase_ = Phase::waiting;
   gone_ = nullptr;
-  if (pushes_) {
-    std::lock_guard lock(pushes_->mu);
-    pushes_->closed = true;
-    pushes_->lent_fd = -1;
-  }
+  stop_pushes(false);
   pushes_ = std::make_shared<PushQueue>();
   pushes_->limit = state_->http.limits.stream_queue_messages;
   start_watch();
@@ -915,14 +911,22 @@ void Connection::on_watch(beast::error_code ec, std::size_t n) {
 
 // ---- closing -----------------------------------------------------------------------------------
 
+void Connection::stop_pushes(bool release_buffers) {
+  if (!pushes_) return;
+  std::lock_guard lock(pushes_->mu);
+  pushes_->closed = true;
+  pushes_->lent_fd = -1;  // taken back: the writer's shutdown or close may follow
+  if (release_buffers) {
+    pushes_->items = 0;
+    std::string().swap(pushes_->bytes);
+    std::string().swap(pushes_->unsent);
+  }
+}
+
 void Connection::linger_close() {
   if (phase_ == Phase::closed || lingering_) return;
   lingering_ = true;
-  if (pushes_) {
-    std::lock_guard lock(pushes_->mu);
-    pushes_->closed = true;
-    pushes_->lent_fd = -1;
-  }
+  stop_pushes(false);
   beast::error_code ignored;
   stream_.socket().shutdown(net::ip::tcp::socket::shutdown_send, ignored);
   linger_timer_.expires_after(kLingerTime);
@@ -938,15 +942,7 @@ void Connection::close() {
   write_timer_.cancel();
   keepalive_timer_.cancel();
   linger_timer_.cancel();
-  if (pushes_) {
-    // Before the socket closes: no lent send may use its descriptor after that.
-    std::lock_guard lock(pushes_->mu);
-    pushes_->closed = true;
-    pushes_->lent_fd = -1;
-    pushes_->items = 0;
-    std::string().swap(pushes_->bytes);
-    std::string().swap(pushes_->unsent);
-  }
+  stop_pushes(true);  // before the socket closes: no lent send may use its descriptor after that
   beast::error_code ignored;
   stream_.socket().shutdown(net::ip::tcp::socket::shutdown_both, ignored);
   stream_.socket().close(ignored);

@@ -109,6 +109,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void start_watch();
   void on_watch(boost::beast::error_code ec, std::size_t n);
+  // Ends the current stream's pushes and takes the socket back if it is lent; with
+  // `release_buffers`, also frees what the pushes queued.
+  void stop_pushes(bool release_buffers);
   void linger_close();
   void close();
 
