@@ -83,20 +83,19 @@ void ClientSession::start(Receiver receiver) {
   auto done = [weak](bool ok, const std::string& why) {
     if (auto self = weak.lock()) self->on_subscribed(ok, why);
   };
-  conn_->subscribe(rpc_topic_, /*no_local=*/true, done);
-  conn_->subscribe(topics::server_capability(options_.server_id, options_.server_name), false,
+  // One SUBSCRIBE packet carries all three when the connection comes up.
+  conn_->subscribe({{rpc_topic_, /*no_local=*/true},
+                    {topics::server_capability(options_.server_id, options_.server_name), false},
+                    {topics::server_presence(options_.server_id, options_.server_name), false}},
                    done);
-  conn_->subscribe(topics::server_presence(options_.server_id, options_.server_name), false, done);
   conn_->connect();
 }
 
 void ClientSession::on_subscribed(bool ok, const std::string& why) {
   if (state_ != State::subscribing) return;
-  if (!ok && subscribe_failure_.empty()) subscribe_failure_ = why;
-  if (--acks_pending_ > 0) return;
-  if (!subscribe_failure_.empty()) {
+  if (!ok) {
     fail({bridge::CloseReason::Kind::error,
-          "cannot subscribe to the session's topics on the broker: " + subscribe_failure_});
+          "cannot subscribe to the session's topics on the broker: " + why});
     return;
   }
   state_ = State::ready;

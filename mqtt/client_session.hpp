@@ -76,8 +76,6 @@ class ClientSession : public bridge::Channel, public std::enable_shared_from_thi
   std::shared_ptr<Connection> conn_;
   Receiver receiver_;
   State state_ = State::idle;
-  int acks_pending_ = 3;
-  std::string subscribe_failure_;
   std::deque<jsonrpc::Message> queued_;
   std::optional<jsonrpc::Id> awaiting_init_;  // the initialize sent, until its response arrives
   std::function<void()> on_finished_;

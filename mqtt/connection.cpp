@@ -25,6 +25,9 @@ auto logger() {
 }
 
 constexpr auto kDestroyDelay = std::chrono::seconds(2);
+// Filters per SUBSCRIBE or UNSUBSCRIBE packet when many go at once (a server endpoint's
+// reconnect restores three for every client session).
+constexpr std::size_t kFiltersPerPacket = 64;
 
 std::string paho_error(int rc, int reason) {
   return ::mqtt::exception::printable_error(rc, reason, "");
@@ -55,6 +58,25 @@ std::string server_uri(const config::MqttConfig& b) {
   const bool v6 = b.host.find(':') != std::string::npos;
   return std::string(b.tls.enabled ? "ssl://" : "tcp://") + (v6 ? "[" + b.host + "]" : b.host) +
          ":" + std::to_string(b.port);
+}
+
+// A completion that runs `done` once, after `n` calls: ok when every call was, and otherwise
+// with the first failure's reason.
+Done all_of(std::size_t n, Done done) {
+  struct State {
+    std::size_t left;
+    bool ok = true;
+    std::string why;
+    Done done;
+  };
+  auto st = std::make_shared<State>(State{n, true, {}, std::move(done)});
+  return [st](bool ok, const std::string& why) {
+    if (!ok && st->ok) {
+      st->ok = false;
+      st->why = why;
+    }
+    if (--st->left == 0) st->done(st->ok, st->why);
+  };
 }
 
 }  // namespace
@@ -483,8 +505,13 @@ void Connection::on_connect_result(const OpResult& r) {
                   reconnected ? " again" : "",
                   tcp_nodelay_active() ? "" : " (TCP_NODELAY could not be set: expect delays)");
   // 004: restore every subscription before the owner publishes anything (presence, backlog).
-  for (const auto& [filter, sub] : subscriptions_)
-    send_subscribe(filter, sub.no_local);
+  if (!subscriptions_.empty()) {
+    std::vector<Filter> all;
+    all.reserve(subscriptions_.size());
+    for (const auto& [filter, sub] : subscriptions_)
+      all.push_back({filter, sub.no_local});
+    send_subscribe(std::move(all));
+  }
   if (handlers_.on_connected) handlers_.on_connected(r.connack, reconnected);
   while (!backlog_.empty()) {
     window_.push_back(std::move(backlog_.front()));
@@ -535,18 +562,47 @@ void Connection::schedule_retry(const std::string& why) {
   });
 }
 
-void Connection::subscribe(const std::string& filter, bool no_local, Done done) {
-  auto& sub = subscriptions_[filter];
-  sub.no_local = no_local;
-  if (done) sub.waiting.push_back(std::move(done));
-  if (state_ == State::connected) send_subscribe(filter, no_local);
+void Connection::subscribe(std::vector<Filter> filters, Done done) {
+  if (filters.empty()) {
+    if (done) boost::asio::post(strand_, [done = std::move(done)] { done(true, {}); });
+    return;
+  }
+  // Each filter keeps its own waiter (a reconnect or an unsubscribe answers filters one by one);
+  // the caller's `done` runs once all of them answered.
+  const Done each = done ? all_of(filters.size(), std::move(done)) : Done{};
+  for (const auto& f : filters) {
+    auto& sub = subscriptions_[f.filter];
+    sub.no_local = f.no_local;
+    if (each) sub.waiting.push_back(each);
+  }
+  if (state_ == State::connected) send_subscribe(std::move(filters));
 }
 
-void Connection::send_subscribe(const std::string& filter, bool no_local) {
+void Connection::send_subscribe(std::vector<Filter> filters) {
+  // Filters without options go kFiltersPerPacket to a SUBSCRIBE. A filter with No Local goes in
+  // one of its own: Paho C++ 1.2.0's many-filter subscribe hands Paho C a subscribe-options list
+  // that no longer exists (its response options are copied after the list was aimed at), and
+  // Paho C reads it. Without options the list is not read, and every filter gets the defaults.
+  std::vector<std::string> plain;
+  for (auto& f : filters) {
+    if (f.no_local)
+      send_subscribe_packet({std::move(f.filter)}, true);
+    else
+      plain.push_back(std::move(f.filter));
+  }
+  for (std::size_t at = 0; at < plain.size(); at += kFiltersPerPacket) {
+    const auto n = std::min(kFiltersPerPacket, plain.size() - at);
+    send_subscribe_packet({plain.begin() + static_cast<std::ptrdiff_t>(at),
+                           plain.begin() + static_cast<std::ptrdiff_t>(at + n)},
+                          false);
+  }
+}
+
+void Connection::send_subscribe_packet(std::vector<std::string> names, bool no_local) {
   std::weak_ptr<Connection> weak = weak_from_this();
   auto gate = gate_;
   auto& listener =
-      PahoListener::make(paho_->listeners, [weak, gate, filter](const ::mqtt::token& tok, bool ok) {
+      PahoListener::make(paho_->listeners, [weak, gate, names](const ::mqtt::token& tok, bool ok) {
         OpResult r;
         r.ok = ok;
         if (ok) {
@@ -556,75 +612,106 @@ void Connection::send_subscribe(const std::string& filter, bool no_local) {
         } else {
           r.why = paho_error(tok.get_return_code(), static_cast<int>(tok.get_reason_code()));
         }
-        gate->post([weak, filter, r = std::move(r)] {
-          if (auto self = weak.lock()) self->on_subscribe_result(filter, r);
+        gate->post([weak, names, r = std::move(r)] {
+          if (auto self = weak.lock()) self->on_subscribe_result(names, r);
         });
       });
   try {
-    paho_->client->subscribe(filter, options_.broker.qos, nullptr, listener,
-                             ::mqtt::subscribe_options(no_local));
+    if (names.size() == 1) {
+      paho_->client->subscribe(names.front(), options_.broker.qos, nullptr, listener,
+                               ::mqtt::subscribe_options(no_local));
+    } else {
+      paho_->client->subscribe(
+          ::mqtt::string_collection::create(names),
+          ::mqtt::iasync_client::qos_collection(names.size(), options_.broker.qos), nullptr,
+          listener);
+    }
   } catch (const ::mqtt::exception& e) {
     listener.discard();
     OpResult r;
     r.why = e.what();
-    boost::asio::post(strand_, [self = shared_from_this(), filter, r = std::move(r)] {
-      self->on_subscribe_result(filter, r);
+    boost::asio::post(strand_, [self = shared_from_this(), names, r = std::move(r)] {
+      self->on_subscribe_result(names, r);
     });
   }
 }
 
-void Connection::on_subscribe_result(const std::string& filter, const OpResult& r) {
-  auto it = subscriptions_.find(filter);
-  if (it == subscriptions_.end()) return;
-  bool ok = r.ok;
-  std::string why = r.why;
-  // SUBACK reason codes of 0x80 and above refuse the subscription (MQTT 5.0 §3.9.3).
-  for (int rc : r.reason_codes) {
-    if (rc >= 0x80) {
-      ok = false;
-      why = "the broker refused it: " + ::mqtt::exception::reason_code_str(rc);
+void Connection::on_subscribe_result(const std::vector<std::string>& filters, const OpResult& r) {
+  // SUBACK reason codes of 0x80 and above refuse a subscription (MQTT 5.0 §3.9.3), one code per
+  // filter in the order of the SUBSCRIBE. Should a broker send fewer, a refusal counts for all.
+  const bool one_each = r.reason_codes.size() == filters.size();
+  std::string refused_all;
+  if (!one_each) {
+    for (int rc : r.reason_codes) {
+      if (rc >= 0x80)
+        refused_all = "the broker refused it: " + ::mqtt::exception::reason_code_str(rc);
     }
   }
-  if (!ok && state_ == State::connected) {
-    logger()->warn("{} subscribe {} failed: {}", describe(), filter, why);
+  for (std::size_t i = 0; i < filters.size(); ++i) {
+    auto it = subscriptions_.find(filters[i]);
+    if (it == subscriptions_.end()) continue;
+    bool ok = r.ok;
+    std::string why = r.why;
+    if (ok && one_each && r.reason_codes[i] >= 0x80) {
+      ok = false;
+      why = "the broker refused it: " + ::mqtt::exception::reason_code_str(r.reason_codes[i]);
+    } else if (ok && !refused_all.empty()) {
+      ok = false;
+      why = refused_all;
+    }
+    if (!ok && state_ == State::connected) {
+      logger()->warn("{} subscribe {} failed: {}", describe(), filters[i], why);
+    }
+    auto waiting = std::move(it->second.waiting);
+    it->second.waiting.clear();
+    for (auto& done : waiting)
+      done(ok, why);
   }
-  auto waiting = std::move(it->second.waiting);
-  it->second.waiting.clear();
-  for (auto& done : waiting)
-    done(ok, why);
 }
 
-void Connection::unsubscribe(const std::string& filter, Done done) {
-  auto it = subscriptions_.find(filter);
-  if (it == subscriptions_.end()) {
+void Connection::unsubscribe(std::vector<std::string> filters, Done done) {
+  std::vector<std::string> held;
+  for (auto& filter : filters) {
+    auto it = subscriptions_.find(filter);
+    if (it == subscriptions_.end()) continue;
+    auto waiting = std::move(it->second.waiting);
+    subscriptions_.erase(it);
+    for (auto& w : waiting)
+      w(false, "unsubscribed before the broker acknowledged");
+    held.push_back(std::move(filter));
+  }
+  if (held.empty() || state_ != State::connected) {
     if (done) boost::asio::post(strand_, [done] { done(true, {}); });
     return;
   }
-  auto waiting = std::move(it->second.waiting);
-  subscriptions_.erase(it);
-  for (auto& w : waiting)
-    w(false, "unsubscribed before the broker acknowledged");
-  if (state_ != State::connected) {
-    if (done) boost::asio::post(strand_, [done] { done(true, {}); });
-    return;
-  }
-  const auto op = add_op(std::move(done));
-  std::weak_ptr<Connection> weak = weak_from_this();
-  auto gate = gate_;
-  auto& listener =
-      PahoListener::make(paho_->listeners, [weak, gate, op](const ::mqtt::token& tok, bool ok) {
-        std::string why =
-            ok ? std::string{}
-               : paho_error(tok.get_return_code(), static_cast<int>(tok.get_reason_code()));
-        gate->post([weak, op, ok, why] {
-          if (auto self = weak.lock()) self->complete_op(op, ok, why);
+  // One completion for the whole call, whatever the number of packets.
+  const auto packets = (held.size() + kFiltersPerPacket - 1) / kFiltersPerPacket;
+  const Done each = done ? all_of(packets, std::move(done)) : Done{};
+  for (std::size_t at = 0; at < held.size(); at += kFiltersPerPacket) {
+    const auto n = std::min(kFiltersPerPacket, held.size() - at);
+    std::vector<std::string> names(held.begin() + static_cast<std::ptrdiff_t>(at),
+                                   held.begin() + static_cast<std::ptrdiff_t>(at + n));
+    const auto op = add_op(each);
+    std::weak_ptr<Connection> weak = weak_from_this();
+    auto gate = gate_;
+    auto& listener =
+        PahoListener::make(paho_->listeners, [weak, gate, op](const ::mqtt::token& tok, bool ok) {
+          std::string why =
+              ok ? std::string{}
+                 : paho_error(tok.get_return_code(), static_cast<int>(tok.get_reason_code()));
+          gate->post([weak, op, ok, why] {
+            if (auto self = weak.lock()) self->complete_op(op, ok, why);
+          });
         });
-      });
-  try {
-    paho_->client->unsubscribe(filter, nullptr, listener);
-  } catch (const ::mqtt::exception& e) {
-    listener.discard();
-    complete_op(op, false, e.what());
+    try {
+      if (n == 1)
+        paho_->client->unsubscribe(names.front(), nullptr, listener);
+      else
+        paho_->client->unsubscribe(::mqtt::string_collection::create(names), nullptr, listener);
+    } catch (const ::mqtt::exception& e) {
+      listener.discard();
+      complete_op(op, false, e.what());
+    }
   }
 }
 

@@ -105,10 +105,22 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void connect();
 
-  // Subscriptions are kept and restored after every reconnect. `done` runs when the broker
-  // acknowledged (or refused) it on the current connection, or on the next one.
-  void subscribe(const std::string& filter, bool no_local, Done done = {});
-  void unsubscribe(const std::string& filter, Done done = {});
+  struct Filter {
+    std::string filter;
+    bool no_local = false;
+  };
+  // Subscriptions are kept and restored after every reconnect, all in as few SUBSCRIBE packets
+  // as fit. The filters of one call go in one SUBSCRIBE packet. `done` runs once: when the broker
+  // acknowledged every filter (or refused one of them) on the current connection or on the next.
+  void subscribe(std::vector<Filter> filters, Done done = {});
+  void subscribe(const std::string& filter, bool no_local, Done done = {}) {
+    subscribe(std::vector<Filter>{{filter, no_local}}, std::move(done));
+  }
+  // The filters of one call go in one UNSUBSCRIBE packet.
+  void unsubscribe(std::vector<std::string> filters, Done done = {});
+  void unsubscribe(const std::string& filter, Done done = {}) {
+    unsubscribe(std::vector<std::string>{filter}, std::move(done));
+  }
   // QoS from the options. While disconnected the message waits in a bounded backlog.
   void publish(const std::string& topic, std::shared_ptr<const std::string> payload,
                bool retained = false, Done done = {});
@@ -135,8 +147,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void on_connect_result(const OpResult& r);
   void on_lost(const std::string& cause);
   void schedule_retry(const std::string& why);
-  void send_subscribe(const std::string& filter, bool no_local);
-  void on_subscribe_result(const std::string& filter, const OpResult& r);
+  void send_subscribe(std::vector<Filter> filters);
+  void send_subscribe_packet(std::vector<std::string> names, bool no_local);
+  void on_subscribe_result(const std::vector<std::string>& filters, const OpResult& r);
   void send_publish(const std::string& topic, std::shared_ptr<const std::string> payload,
                     bool retained, Done done);
   void finish_disconnect();

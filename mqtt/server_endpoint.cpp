@@ -273,23 +273,21 @@ void ServerEndpoint::on_control(const Incoming& in) {
   auto done = [weak, cid](bool ok, const std::string& why) {
     if (auto self = weak.lock()) self->on_subscribed(cid, ok, why);
   };
-  conn_->subscribe(topics::rpc(cid, options_.server_id, options_.server_name), /*no_local=*/true,
+  conn_->subscribe({{topics::rpc(cid, options_.server_id, options_.server_name), /*no_local=*/true},
+                    {topics::client_capability(cid), false},
+                    {topics::client_presence(cid), false}},
                    done);
-  conn_->subscribe(topics::client_capability(cid), false, done);
-  conn_->subscribe(topics::client_presence(cid), false, done);
 }
 
 void ServerEndpoint::on_subscribed(const std::string& cid, bool ok, const std::string& why) {
   auto it = clients_.find(cid);
   if (it == clients_.end() || !it->second.initialize) return;
   auto& c = it->second;
-  if (!ok && c.failure.empty()) c.failure = why;
-  if (--c.acks_pending > 0) return;
   auto initialize = std::move(*c.initialize);
   c.initialize.reset();
-  if (!c.failure.empty()) {
+  if (!ok) {
     reply_error(cid, initialize.id(), jsonrpc::code::internal_error,
-                "the server could not subscribe to this client's topics: " + c.failure);
+                "the server could not subscribe to this client's topics: " + why);
     end_client(cid, false, std::nullopt);
     return;
   }
@@ -377,9 +375,7 @@ void ServerEndpoint::end_client(const std::string& cid, bool send_disconnected,
   const auto rpc = topics::rpc(cid, options_.server_id, options_.server_name);
   // 004 §Server Disconnect: de-initialize with `disconnected` on the RPC topic, then unsubscribe.
   if (send_disconnected) conn_->publish(rpc, kDisconnected);
-  conn_->unsubscribe(rpc);
-  conn_->unsubscribe(topics::client_capability(cid));
-  conn_->unsubscribe(topics::client_presence(cid));
+  conn_->unsubscribe({rpc, topics::client_capability(cid), topics::client_presence(cid)});
   if (tell_link && link) {
     logger()->info("[server {} client {}] {}", options_.server_name, cid, tell_link->detail);
     boost::asio::post(link->executor(), [link, why = *tell_link] { link->peer_closed(why); });

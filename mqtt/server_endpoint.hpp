@@ -109,8 +109,6 @@ class ServerEndpoint : public std::enable_shared_from_this<ServerEndpoint> {
   friend class ClientLink;
   struct Client {
     std::weak_ptr<ClientLink> link;  // empty while subscribing
-    int acks_pending = 3;
-    std::string failure;
     std::optional<jsonrpc::Message> initialize;
     std::deque<jsonrpc::Message> early;  // arrived while subscribing
   };

@@ -117,7 +117,8 @@ TEST_CASE("mqtt.qos 0: a server endpoint's will and subscription and its presenc
 
 TEST_CASE(
     "CONNECT of a client session: the will is notifications/disconnected on its presence "
-    "topic and the RPC subscription uses No Local",
+    "topic and the RPC subscription uses No Local in a SUBSCRIBE of its own while the other two "
+    "share one",
     "[mqtt][connect]") {
   FakeBroker broker;
   IoThreads io;
@@ -142,17 +143,23 @@ TEST_CASE(
   CHECK(c->will_topic == "$mcp-client/presence/cid-connect");
   CHECK(c->will_payload == R"({"jsonrpc":"2.0","method":"notifications/disconnected"})");
   CHECK(prop(c->will_user_properties, "MCP-MQTT-CLIENT-ID") == "cid-connect");
-  // Subscription options byte: QoS 1 with No Local (bit 2) on the RPC topic only.
+  // Subscription options byte: QoS 1 with No Local (bit 2) on the RPC topic only. Two packets:
+  // the filter with No Local alone, the other two together.
   std::map<std::string, int> options;
-  for (std::size_t i = 0; i < 3; ++i) {
+  std::multiset<std::size_t> per_packet;
+  for (std::size_t i = 0; i < 2; ++i) {
     auto s = broker.subscribe(i);
     REQUIRE(s);
+    per_packet.insert(s->filters.size());
     for (const auto& [f, opt] : s->filters)
       options[f] = opt;
   }
+  CHECK(per_packet == std::multiset<std::size_t>{1, 2});
+  CHECK(options.size() == 3);
   CHECK(options.at("$mcp-rpc/cid-connect/sid-x/demo/x") == (1 | 0x04));
   CHECK(options.at("$mcp-server/capability/sid-x/demo/x") == 1);
   CHECK(options.at("$mcp-server/presence/sid-x/demo/x") == 1);
+  CHECK_FALSE(broker.subscribe(2, 300ms));
   io.run(strand, [&] { session->close({bridge::CloseReason::Kind::normal, "done"}); });
 }
 

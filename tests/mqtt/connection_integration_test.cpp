@@ -2,6 +2,7 @@
 #include <atomic>
 #include <filesystem>
 #include <future>
+#include <set>
 #include <string>
 
 #include <arpa/inet.h>
@@ -12,6 +13,7 @@
 
 #include "mqtt/connection.hpp"
 #include "mqtt/tcp_nodelay.hpp"
+#include "tests/support/fake_broker.hpp"
 #include "tests/support/io.hpp"
 #include "tests/support/mosquitto.hpp"
 #include "tests/support/observer.hpp"
@@ -29,11 +31,12 @@ struct Connected {
   IoThreads io;
   boost::asio::any_io_executor strand = io.strand();
   std::shared_ptr<mq::Connection> conn;
+  Inbox<std::string> topics;  // of the messages that arrived
 
-  Connected(const Mosquitto& broker, const std::string& id_prefix, int qos = 1) {
+  Connected(const std::string& broker_url, const std::string& id_prefix, int qos = 1) {
     auto loaded = config::defaults();
     config::Overrides o;
-    o.broker_url = broker.url();
+    o.broker_url = broker_url;
     config::apply_overrides(loaded, o);
     mq::ConnectionOptions opts;
     opts.broker = loaded.config->mqtt;
@@ -42,6 +45,7 @@ struct Connected {
     Inbox<bool> up;
     mq::Connection::Handlers h;
     h.on_connected = [&up](const mq::ConnackInfo&, bool) { up.push(true); };
+    h.on_message = [this](const mq::Incoming& in) { topics.push(in.topic); };
     conn = mq::Connection::create(strand, opts, h);
     io.run(strand, [this] { conn->connect(); });
     REQUIRE(up.pop());
@@ -76,7 +80,7 @@ std::vector<int> nodelay_of_sockets_to(std::uint16_t port) {
 // waits ~88 ms for Nagle and delayed ACKs.
 TEST_CASE("MQTT connections have TCP_NODELAY set", "[mqtt][nodelay]") {
   Mosquitto broker;
-  Connected c(broker, "nodelay");
+  Connected c(broker.url(), "nodelay");
   CHECK(mq::tcp_nodelay_active());
   const auto sockets = nodelay_of_sockets_to(broker.port());
   REQUIRE_FALSE(sockets.empty());
@@ -96,7 +100,7 @@ TEST_CASE("a burst of 2,000 publishes on one connection all reach the broker", "
   Mosquitto broker;
   Observer watcher(broker.url());
   watcher.subscribe("burst/#");
-  Connected c(broker, "burst", qos);
+  Connected c(broker.url(), "burst", qos);
   constexpr int kCount = 2000;
   std::atomic<int> failed{0};
   c.io.run(c.strand, [&] {
@@ -111,4 +115,94 @@ TEST_CASE("a burst of 2,000 publishes on one connection all reach the broker", "
     ++received;
   CHECK(received == kCount);
   CHECK(failed == 0);
+}
+
+// A session's three filters (004 §Initialization) go in one subscribe call, with one
+// completion once the broker answered for all of them; one unsubscribe call ends them together.
+TEST_CASE(
+    "one subscribe call of several filters completes once and every filter delivers, and one "
+    "unsubscribe call ends them all",
+    "[mqtt][subscribe]") {
+  Mosquitto broker;
+  Observer peer(broker.url());
+  Connected c(broker.url(), "subs");
+  Inbox<std::pair<bool, std::string>> done;
+  auto record = [&done](bool ok, const std::string& why) { done.push({ok, why}); };
+
+  c.io.run(c.strand, [&] {
+    c.conn->subscribe({{"open/a", false}, {"open/b", true}, {"open/c", false}}, record);
+  });
+  auto all = done.pop();
+  REQUIRE(all);
+  CHECK(all->first);
+  CHECK_FALSE(done.pop(300ms));  // once
+  for (const char* t : {"open/a", "open/b", "open/c"})
+    peer.publish(t, "{}");
+  std::set<std::string> seen;
+  for (int i = 0; i < 3; ++i) {
+    auto t = c.topics.pop(5s);
+    REQUIRE(t);
+    seen.insert(*t);
+  }
+  CHECK(seen == std::set<std::string>{"open/a", "open/b", "open/c"});
+
+  c.io.run(c.strand, [&] { c.conn->subscribe("open/d", false, record); });
+  REQUIRE(done.pop());
+  c.io.run(c.strand, [&] { c.conn->unsubscribe({"open/a", "open/b", "open/c"}, record); });
+  auto gone = done.pop();
+  REQUIRE(gone);
+  CHECK(gone->first);
+  CHECK_FALSE(done.pop(300ms));
+  for (const char* t : {"open/a", "open/b", "open/c", "open/d"})
+    peer.publish(t, "{}");
+  auto only = c.topics.pop(5s);
+  REQUIRE(only);
+  CHECK(*only == "open/d");
+  CHECK_FALSE(c.topics.pop(300ms));
+}
+
+// What goes on the wire: filters without options share a SUBSCRIBE, a filter with No Local has
+// one of its own (see Connection::send_subscribe), an unsubscribe call is one UNSUBSCRIBE. A
+// SUBACK reason code of 0x80 or above refuses that filter (MQTT 5.0 §3.9.3): the call fails with
+// the broker's reason.
+TEST_CASE(
+    "a subscribe call shares one SUBSCRIBE among its filters without options and fails with "
+    "the reason when the broker refuses one of them",
+    "[mqtt][subscribe]") {
+  FakeBroker broker;
+  Connected c(broker.url(), "wire");
+  Inbox<std::pair<bool, std::string>> done;
+  auto record = [&done](bool ok, const std::string& why) { done.push({ok, why}); };
+
+  c.io.run(c.strand, [&] {
+    c.conn->subscribe({{"rpc/x", true}, {"cap/x", false}, {"presence/x", false}}, record);
+  });
+  auto granted = done.pop();
+  REQUIRE(granted);
+  CHECK(granted->first);
+  std::vector<std::vector<std::pair<std::string, int>>> packets;
+  for (std::size_t i = 0; i < 2; ++i) {
+    auto s = broker.subscribe(i);
+    REQUIRE(s);
+    packets.push_back(s->filters);
+  }
+  CHECK_FALSE(broker.subscribe(2, 300ms));
+  CHECK(packets.at(0) == std::vector<std::pair<std::string, int>>{{"rpc/x", 1 | 0x04}});
+  CHECK(packets.at(1) == std::vector<std::pair<std::string, int>>{{"cap/x", 1}, {"presence/x", 1}});
+
+  c.io.run(c.strand, [&] {
+    c.conn->subscribe({{"granted/y", false}, {"refused/y", false}}, record);
+  });
+  auto refused = done.pop();
+  REQUIRE(refused);
+  CHECK_FALSE(refused->first);
+  CHECK(refused->second.find("the broker refused it") != std::string::npos);
+  CHECK_FALSE(done.pop(300ms));
+
+  c.io.run(c.strand, [&] { c.conn->unsubscribe({"rpc/x", "cap/x", "presence/x"}, record); });
+  auto gone = done.pop();
+  REQUIRE(gone);
+  CHECK(gone->first);
+  CHECK(broker.unsubscribe_packets() ==
+        std::vector<std::vector<std::string>>{{"rpc/x", "cap/x", "presence/x"}});
 }

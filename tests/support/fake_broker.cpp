@@ -282,8 +282,10 @@ void FakeBroker::serve(int fd, int connection) {
         while (r.more()) {
           auto f = r.str();
           const int opts = static_cast<int>(r.byte());
+          const bool refuse = f.rfind("refused/", 0) == 0;
           s.filters.emplace_back(std::move(f), opts);
-          codes.push_back(static_cast<char>(opts & 0x03));  // granted QoS
+          // The granted QoS, or 0x87 Not authorized.
+          codes.push_back(static_cast<char>(refuse ? 0x87 : opts & 0x03));
         }
         write_all(fd, packet(0x90, u16(id) + std::string(1, '\0') + codes));
         {
@@ -298,11 +300,14 @@ void FakeBroker::serve(int fd, int connection) {
         UserProperties ignored;
         r.properties(ignored);
         std::string codes;
+        std::vector<std::string> filters;
         while (r.more()) {
-          auto f = r.str();
+          filters.push_back(r.str());
           codes.push_back('\0');
+        }
+        {
           std::lock_guard lock(mu_);
-          unsubscribes_.push_back(std::move(f));
+          unsubscribes_.push_back(std::move(filters));
         }
         write_all(fd, packet(0xB0, u16(id) + std::string(1, '\0') + codes));
         cv_.notify_all();
@@ -339,9 +344,17 @@ std::optional<SubscribePacket> FakeBroker::subscribe(std::size_t n,
 std::optional<PublishPacket> FakeBroker::publish(std::size_t n, std::chrono::milliseconds timeout) {
   return wait_nth(mu_, cv_, publishes_, n, timeout);
 }
-std::vector<std::string> FakeBroker::unsubscribed() const {
+std::vector<std::vector<std::string>> FakeBroker::unsubscribe_packets() const {
   std::lock_guard lock(mu_);
   return unsubscribes_;
+}
+
+std::vector<std::string> FakeBroker::unsubscribed() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& p : unsubscribes_)
+    out.insert(out.end(), p.begin(), p.end());
+  return out;
 }
 
 }  // namespace mcpmqtt::test

@@ -2,6 +2,8 @@
 // properties, the will, subscription options) or must send what Mosquitto never sends (CONNACK
 // user properties such as MCP-SERVER-NAME). It decodes packets itself, acknowledges CONNECT,
 // SUBSCRIBE, UNSUBSCRIBE, PUBLISH (QoS 1) and PINGREQ, records everything, and routes nothing.
+// It grants every subscription but those to filters starting with "refused/", which it refuses
+// with reason code 0x87 (Not authorized).
 //
 // Thread-safe: one thread per connection; the recorded packets are guarded by a mutex.
 #pragma once
@@ -72,7 +74,8 @@ class FakeBroker {
       std::size_t n, std::chrono::milliseconds timeout = std::chrono::seconds(10));
   std::optional<PublishPacket> publish(
       std::size_t n, std::chrono::milliseconds timeout = std::chrono::seconds(10));
-  std::vector<std::string> unsubscribed() const;
+  std::vector<std::string> unsubscribed() const;  // the filters of every UNSUBSCRIBE, in order
+  std::vector<std::vector<std::string>> unsubscribe_packets() const;
 
  private:
   void accept_loop();
@@ -90,7 +93,7 @@ class FakeBroker {
   std::vector<ConnectPacket> connects_;
   std::vector<SubscribePacket> subscribes_;
   std::vector<PublishPacket> publishes_;
-  std::vector<std::string> unsubscribes_;
+  std::vector<std::vector<std::string>> unsubscribes_;
 };
 
 }  // namespace mcpmqtt::test
