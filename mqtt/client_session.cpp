@@ -83,7 +83,8 @@ void ClientSession::start(Receiver receiver) {
   auto done = [weak](bool ok, const std::string& why) {
     if (auto self = weak.lock()) self->on_subscribed(ok, why);
   };
-  // One SUBSCRIBE packet carries all three when the connection comes up.
+  // They go out when the connection comes up, in two SUBSCRIBE packets (see
+  // Connection::subscribe).
   conn_->subscribe({{rpc_topic_, /*no_local=*/true},
                     {topics::server_capability(options_.server_id, options_.server_name), false},
                     {topics::server_presence(options_.server_id, options_.server_name), false}},

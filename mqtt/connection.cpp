@@ -1,6 +1,8 @@
 #include "mqtt/connection.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <iterator>
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
@@ -58,6 +60,17 @@ std::string server_uri(const config::MqttConfig& b) {
   const bool v6 = b.host.find(':') != std::string::npos;
   return std::string(b.tls.enabled ? "ssl://" : "tcp://") + (v6 ? "[" + b.host + "]" : b.host) +
          ":" + std::to_string(b.port);
+}
+
+// `filters` split into the groups that share a SUBSCRIBE or UNSUBSCRIBE packet, in order.
+std::vector<std::vector<std::string>> in_packets(std::vector<std::string> filters) {
+  std::vector<std::vector<std::string>> out;
+  for (std::size_t at = 0; at < filters.size(); at += kFiltersPerPacket) {
+    const auto end = std::min(at + kFiltersPerPacket, filters.size());
+    out.emplace_back(std::make_move_iterator(filters.begin() + static_cast<std::ptrdiff_t>(at)),
+                     std::make_move_iterator(filters.begin() + static_cast<std::ptrdiff_t>(end)));
+  }
+  return out;
 }
 
 // A completion that runs `done` once, after `n` calls: ok when every call was, and otherwise
@@ -590,12 +603,8 @@ void Connection::send_subscribe(std::vector<Filter> filters) {
     else
       plain.push_back(std::move(f.filter));
   }
-  for (std::size_t at = 0; at < plain.size(); at += kFiltersPerPacket) {
-    const auto n = std::min(kFiltersPerPacket, plain.size() - at);
-    send_subscribe_packet({plain.begin() + static_cast<std::ptrdiff_t>(at),
-                           plain.begin() + static_cast<std::ptrdiff_t>(at + n)},
-                          false);
-  }
+  for (auto& names : in_packets(std::move(plain)))
+    send_subscribe_packet(std::move(names), false);
 }
 
 void Connection::send_subscribe_packet(std::vector<std::string> names, bool no_local) {
@@ -640,11 +649,10 @@ void Connection::on_subscribe_result(const std::vector<std::string>& filters, co
   // SUBACK reason codes of 0x80 and above refuse a subscription (MQTT 5.0 §3.9.3), one code per
   // filter in the order of the SUBSCRIBE. Should a broker send fewer, a refusal counts for all.
   const bool one_each = r.reason_codes.size() == filters.size();
-  std::string refused_all;
+  int shared = 0;  // the refusal that counts for all, when the codes cannot be told apart
   if (!one_each) {
     for (int rc : r.reason_codes) {
-      if (rc >= 0x80)
-        refused_all = "the broker refused it: " + ::mqtt::exception::reason_code_str(rc);
+      if (rc >= 0x80) shared = rc;
     }
   }
   for (std::size_t i = 0; i < filters.size(); ++i) {
@@ -652,12 +660,10 @@ void Connection::on_subscribe_result(const std::vector<std::string>& filters, co
     if (it == subscriptions_.end()) continue;
     bool ok = r.ok;
     std::string why = r.why;
-    if (ok && one_each && r.reason_codes[i] >= 0x80) {
+    const int rc = one_each ? r.reason_codes[i] : shared;
+    if (ok && rc >= 0x80) {
       ok = false;
-      why = "the broker refused it: " + ::mqtt::exception::reason_code_str(r.reason_codes[i]);
-    } else if (ok && !refused_all.empty()) {
-      ok = false;
-      why = refused_all;
+      why = "the broker refused it: " + ::mqtt::exception::reason_code_str(rc);
     }
     if (!ok && state_ == State::connected) {
       logger()->warn("{} subscribe {} failed: {}", describe(), filters[i], why);
@@ -685,12 +691,9 @@ void Connection::unsubscribe(std::vector<std::string> filters, Done done) {
     return;
   }
   // One completion for the whole call, whatever the number of packets.
-  const auto packets = (held.size() + kFiltersPerPacket - 1) / kFiltersPerPacket;
-  const Done each = done ? all_of(packets, std::move(done)) : Done{};
-  for (std::size_t at = 0; at < held.size(); at += kFiltersPerPacket) {
-    const auto n = std::min(kFiltersPerPacket, held.size() - at);
-    std::vector<std::string> names(held.begin() + static_cast<std::ptrdiff_t>(at),
-                                   held.begin() + static_cast<std::ptrdiff_t>(at + n));
+  auto packets = in_packets(std::move(held));
+  const Done each = done ? all_of(packets.size(), std::move(done)) : Done{};
+  for (auto& names : packets) {
     const auto op = add_op(each);
     std::weak_ptr<Connection> weak = weak_from_this();
     auto gate = gate_;
@@ -704,7 +707,7 @@ void Connection::unsubscribe(std::vector<std::string> filters, Done done) {
           });
         });
     try {
-      if (n == 1)
+      if (names.size() == 1)
         paho_->client->unsubscribe(names.front(), nullptr, listener);
       else
         paho_->client->unsubscribe(::mqtt::string_collection::create(names), nullptr, listener);

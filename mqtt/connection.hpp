@@ -109,14 +109,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::string filter;
     bool no_local = false;
   };
-  // Subscriptions are kept and restored after every reconnect, all in as few SUBSCRIBE packets
-  // as fit. The filters of one call go in one SUBSCRIBE packet. `done` runs once: when the broker
-  // acknowledged every filter (or refused one of them) on the current connection or on the next.
+  // Subscriptions are kept and restored after every reconnect. Filters without options share
+  // SUBSCRIBE packets (up to 64 in each), one with No Local has a packet of its own (see
+  // send_subscribe). `done` runs once: when the broker acknowledged every filter of the call (or
+  // refused one of them) on the current connection or on the next.
   void subscribe(std::vector<Filter> filters, Done done = {});
   void subscribe(const std::string& filter, bool no_local, Done done = {}) {
     subscribe(std::vector<Filter>{{filter, no_local}}, std::move(done));
   }
-  // The filters of one call go in one UNSUBSCRIBE packet.
+  // The filters of one call share UNSUBSCRIBE packets (up to 64 in each).
   void unsubscribe(std::vector<std::string> filters, Done done = {});
   void unsubscribe(const std::string& filter, Done done = {}) {
     unsubscribe(std::vector<std::string>{filter}, std::move(done));

@@ -1,5 +1,6 @@
 // What the bridge puts in CONNECT and how it honours CONNACK user properties (004 §User
 // Property), seen by a scripted broker that decodes the packets itself.
+#include <future>
 #include <map>
 #include <set>
 
@@ -38,6 +39,23 @@ std::optional<std::string> prop(const UserProperties& props, const std::string& 
   return std::nullopt;
 }
 
+// A server endpoint started on its own I/O threads; stopped when the test is over.
+struct StartedEndpoint {
+  IoThreads io;
+  boost::asio::any_io_executor strand = io.strand();
+  std::shared_ptr<mq::ServerEndpoint> ep;
+
+  explicit StartedEndpoint(const mq::ServerEndpoint::Options& o)
+      : ep(mq::ServerEndpoint::create(strand, [this] { return io.strand(); }, o, {})) {
+    io.run(strand, [this] { ep->start(); });
+  }
+  ~StartedEndpoint() {
+    std::promise<void> stopped;
+    io.run(strand, [&] { ep->stop(1s, [&] { stopped.set_value(); }); });
+    stopped.get_future().wait_for(5s);
+  }
+};
+
 }  // namespace
 
 TEST_CASE(
@@ -45,15 +63,12 @@ TEST_CASE(
     "properties, empty retained will with its properties",
     "[mqtt][connect]") {
   FakeBroker broker;
-  IoThreads io;
-  auto strand = io.strand();
   mq::ServerEndpoint::Options o;
   o.broker = broker_config(broker.url());
   o.server_id = "sid-connect";
   o.server_name = "demo/connect";
   o.connect_meta_json = R"({"implementation":"mcp-mqtt-bridge"})";
-  auto ep = mq::ServerEndpoint::create(strand, [&] { return io.strand(); }, o, {});
-  io.run(strand, [&] { ep->start(); });
+  StartedEndpoint e(o);
   auto c = broker.connect(0);
   REQUIRE(c);
   CHECK(c->protocol_level == 5);
@@ -82,23 +97,17 @@ TEST_CASE(
   CHECK(p->qos == 1);
   CHECK(prop(p->user_properties, "MCP-COMPONENT-TYPE") == "mcp-server");
   CHECK(prop(p->user_properties, "MCP-MQTT-CLIENT-ID") == "sid-connect");
-  std::promise<void> stopped;
-  io.run(strand, [&] { ep->stop(1s, [&] { stopped.set_value(); }); });
-  stopped.get_future().wait_for(5s);
 }
 
 TEST_CASE("mqtt.qos 0: a server endpoint's will and subscription and its presence go at QoS 0",
           "[mqtt][connect][qos]") {
   FakeBroker broker;
-  IoThreads io;
-  auto strand = io.strand();
   mq::ServerEndpoint::Options o;
   o.broker = broker_config(broker.url());
   o.broker.qos = 0;
   o.server_id = "sid-qos0";
   o.server_name = "demo/qos0";
-  auto ep = mq::ServerEndpoint::create(strand, [&] { return io.strand(); }, o, {});
-  io.run(strand, [&] { ep->start(); });
+  StartedEndpoint e(o);
   auto c = broker.connect(0);
   REQUIRE(c);
   CHECK(c->will);
@@ -110,9 +119,6 @@ TEST_CASE("mqtt.qos 0: a server endpoint's will and subscription and its presenc
   REQUIRE(p);
   CHECK(p->topic == "$mcp-server/presence/sid-qos0/demo/qos0");
   CHECK(p->qos == 0);
-  std::promise<void> stopped;
-  io.run(strand, [&] { ep->stop(1s, [&] { stopped.set_value(); }); });
-  stopped.get_future().wait_for(5s);
 }
 
 TEST_CASE(
@@ -170,14 +176,11 @@ TEST_CASE(
   FakeBroker broker([](int connection, const ConnectPacket&) -> UserProperties {
     return {{"MCP-SERVER-NAME", "assigned/by/broker"}, {"other", std::to_string(connection)}};
   });
-  IoThreads io;
-  auto strand = io.strand();
   mq::ServerEndpoint::Options o;
   o.broker = broker_config(broker.url());
   o.server_id = "sid-assigned";
   o.server_name = "configured/name";
-  auto ep = mq::ServerEndpoint::create(strand, [&] { return io.strand(); }, o, {});
-  io.run(strand, [&] { ep->start(); });
+  StartedEndpoint e(o);
   auto first = broker.connect(0);
   auto second = broker.connect(1);
   REQUIRE(first);
@@ -189,7 +192,7 @@ TEST_CASE(
   REQUIRE(p);
   CHECK(p->topic == "$mcp-server/presence/sid-assigned/assigned/by/broker");
   CHECK(p->payload.find(R"("server_name":"assigned/by/broker")") != std::string::npos);
-  CHECK(io.run(strand, [&] { return ep->server_name(); }) == "assigned/by/broker");
+  CHECK(e.io.run(e.strand, [&] { return e.ep->server_name(); }) == "assigned/by/broker");
   bool control_subscribed = false;
   for (std::size_t i = 0; i < 4; ++i) {
     auto s = broker.subscribe(i, 2s);
@@ -199,9 +202,6 @@ TEST_CASE(
     }
   }
   CHECK(control_subscribed);
-  std::promise<void> stopped;
-  io.run(strand, [&] { ep->stop(1s, [&] { stopped.set_value(); }); });
-  stopped.get_future().wait_for(5s);
 }
 
 TEST_CASE(

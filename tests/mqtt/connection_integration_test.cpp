@@ -31,7 +31,12 @@ struct Connected {
   IoThreads io;
   boost::asio::any_io_executor strand = io.strand();
   std::shared_ptr<mq::Connection> conn;
-  Inbox<std::string> topics;  // of the messages that arrived
+  Inbox<std::string> topics;                    // of the messages that arrived
+  Inbox<std::pair<bool, std::string>> results;  // of the operations given record()
+
+  mq::Done record() {
+    return [this](bool ok, const std::string& why) { results.push({ok, why}); };
+  }
 
   Connected(const std::string& broker_url, const std::string& id_prefix, int qos = 1) {
     auto loaded = config::defaults();
@@ -126,16 +131,14 @@ TEST_CASE(
   Mosquitto broker;
   Observer peer(broker.url());
   Connected c(broker.url(), "subs");
-  Inbox<std::pair<bool, std::string>> done;
-  auto record = [&done](bool ok, const std::string& why) { done.push({ok, why}); };
 
   c.io.run(c.strand, [&] {
-    c.conn->subscribe({{"open/a", false}, {"open/b", true}, {"open/c", false}}, record);
+    c.conn->subscribe({{"open/a", false}, {"open/b", true}, {"open/c", false}}, c.record());
   });
-  auto all = done.pop();
+  auto all = c.results.pop();
   REQUIRE(all);
   CHECK(all->first);
-  CHECK_FALSE(done.pop(300ms));  // once
+  CHECK_FALSE(c.results.pop(300ms));  // once
   for (const char* t : {"open/a", "open/b", "open/c"})
     peer.publish(t, "{}");
   std::set<std::string> seen;
@@ -146,13 +149,13 @@ TEST_CASE(
   }
   CHECK(seen == std::set<std::string>{"open/a", "open/b", "open/c"});
 
-  c.io.run(c.strand, [&] { c.conn->subscribe("open/d", false, record); });
-  REQUIRE(done.pop());
-  c.io.run(c.strand, [&] { c.conn->unsubscribe({"open/a", "open/b", "open/c"}, record); });
-  auto gone = done.pop();
+  c.io.run(c.strand, [&] { c.conn->subscribe("open/d", false, c.record()); });
+  REQUIRE(c.results.pop());
+  c.io.run(c.strand, [&] { c.conn->unsubscribe({"open/a", "open/b", "open/c"}, c.record()); });
+  auto gone = c.results.pop();
   REQUIRE(gone);
   CHECK(gone->first);
-  CHECK_FALSE(done.pop(300ms));
+  CHECK_FALSE(c.results.pop(300ms));
   for (const char* t : {"open/a", "open/b", "open/c", "open/d"})
     peer.publish(t, "{}");
   auto only = c.topics.pop(5s);
@@ -171,13 +174,11 @@ TEST_CASE(
     "[mqtt][subscribe]") {
   FakeBroker broker;
   Connected c(broker.url(), "wire");
-  Inbox<std::pair<bool, std::string>> done;
-  auto record = [&done](bool ok, const std::string& why) { done.push({ok, why}); };
 
   c.io.run(c.strand, [&] {
-    c.conn->subscribe({{"rpc/x", true}, {"cap/x", false}, {"presence/x", false}}, record);
+    c.conn->subscribe({{"rpc/x", true}, {"cap/x", false}, {"presence/x", false}}, c.record());
   });
-  auto granted = done.pop();
+  auto granted = c.results.pop();
   REQUIRE(granted);
   CHECK(granted->first);
   std::vector<std::vector<std::pair<std::string, int>>> packets;
@@ -191,16 +192,16 @@ TEST_CASE(
   CHECK(packets.at(1) == std::vector<std::pair<std::string, int>>{{"cap/x", 1}, {"presence/x", 1}});
 
   c.io.run(c.strand, [&] {
-    c.conn->subscribe({{"granted/y", false}, {"refused/y", false}}, record);
+    c.conn->subscribe({{"granted/y", false}, {"refused/y", false}}, c.record());
   });
-  auto refused = done.pop();
+  auto refused = c.results.pop();
   REQUIRE(refused);
   CHECK_FALSE(refused->first);
   CHECK(refused->second.find("the broker refused it") != std::string::npos);
-  CHECK_FALSE(done.pop(300ms));
+  CHECK_FALSE(c.results.pop(300ms));
 
-  c.io.run(c.strand, [&] { c.conn->unsubscribe({"rpc/x", "cap/x", "presence/x"}, record); });
-  auto gone = done.pop();
+  c.io.run(c.strand, [&] { c.conn->unsubscribe({"rpc/x", "cap/x", "presence/x"}, c.record()); });
+  auto gone = c.results.pop();
   REQUIRE(gone);
   CHECK(gone->first);
   CHECK(broker.unsubscribe_packets() ==
