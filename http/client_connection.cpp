@@ -144,6 +144,9 @@ void ClientConnection::on_connect(const error_code& ec) {
     if (f.timed_out) f.cause = "no connection within " + ms_text(connect_timeout_);
     return finish_connect(f);
   }
+  // Requests and their answers are small messages each waited for: no Nagle delay.
+  error_code ignored;
+  tcp().socket().set_option(net::ip::tcp::no_delay(true), ignored);
   if (!tls_stream_) return finish_connect(std::nullopt);
   tcp().expires_at(connect_deadline_);
   tls_stream_->async_handshake(

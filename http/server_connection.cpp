@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <span>
+#include <sstream>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
@@ -36,6 +38,8 @@ constexpr std::size_t kPipelineLimit = 64 * 1024;
 // How long a connection closed by the server keeps reading (and discarding) what the client
 // still sends, so the client reads the final response instead of a reset.
 constexpr auto kLingerTime = std::chrono::seconds(2);
+// How long the head of an SSE response waits for the first event before it goes out alone.
+constexpr auto kHeadDelay = std::chrono::milliseconds(100);
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
 metrics::Counter& http_bytes_out() {
@@ -47,16 +51,17 @@ metrics::Counter& http_bytes_out() {
 // chunk. True when all of it went. Otherwise the socket goes back to the writer (lent_fd = -1)
 // with what did not go: the framed tail in q.unsent when part went, else the event in q.bytes
 // (the writer's own send then waits for room, or reports the error and closes).
-bool send_on_lent_socket(PushQueue& q) {
+bool send_on_lent_socket(PushQueue& q, bool last) {
   char head[24];
   const std::size_t head_len = chunk_head(head, q.bytes.size());
-  static constexpr char kCrlf[] = "\r\n";
+  static constexpr char kCrlfEnd[] = "\r\n0\r\n\r\n";  // the chunk's CRLF, then the last chunk
+  const std::size_t tail_len = last ? 7 : 2;
   std::array<iovec, 3> iov{iovec{head, head_len}, iovec{q.bytes.data(), q.bytes.size()},
-                           iovec{const_cast<char*>(kCrlf), 2}};
+                           iovec{const_cast<char*>(kCrlfEnd), tail_len}};
   msghdr msg{};
   msg.msg_iov = iov.data();
   msg.msg_iovlen = iov.size();
-  const std::size_t total = head_len + q.bytes.size() + 2;
+  const std::size_t total = head_len + q.bytes.size() + tail_len;
   ssize_t sent;
   do {
     sent = ::sendmsg(q.lent_fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -67,13 +72,16 @@ bool send_on_lent_socket(PushQueue& q) {
   }
   if (sent == static_cast<ssize_t>(total)) {
     q.bytes.clear();
+    q.terminated = last;
     return true;
   }
   q.lent_fd = -1;
   if (sent > 0) {
     // q.unsent is empty: the writer takes it before it lends the socket again.
     keep_chunk_tail(q.bytes, head, head_len, static_cast<std::size_t>(sent));
+    if (last) q.bytes.append("0\r\n\r\n", 5);
     q.unsent.swap(q.bytes);
+    q.terminated = last;
   }
   return false;
 }
@@ -103,9 +111,9 @@ class ConnectionExchange : public Exchange {
   void push(std::string bytes) override {
     enqueue([&](std::string& out) { out += bytes; });
   }
-  void push_event(std::string_view id, std::string_view data) override {
+  void push_event(std::string_view id, std::string_view data, bool last) override {
     // Framed straight into the queue's buffer: no allocation per event once it has grown.
-    enqueue([&](std::string& out) { append_sse_event(out, id, data); });
+    enqueue([&](std::string& out) { append_sse_event(out, id, data); }, last);
   }
   void end() override {
     net::post(ex_, [c = c_, s = serial_] { c->ex_end(s); });
@@ -116,18 +124,20 @@ class ConnectionExchange : public Exchange {
 
  private:
   template <typename Write>
-  void enqueue(Write&& write) {
+  void enqueue(Write&& write, bool last = false) {
     bool kick = false;
     std::size_t overflow = 0;
     {
       std::lock_guard lock(pushes_->mu);
-      if (pushes_->closed) return;
+      if (pushes_->closed || pushes_->ending) return;
       if (pushes_->items >= pushes_->limit) {
         pushes_->closed = true;
         overflow = pushes_->items;
       } else {
         write(pushes_->bytes);
-        if (pushes_->lent_fd < 0 || !send_on_lent_socket(*pushes_)) {
+        pushes_->ending = last;
+        // A lent send of the last event ends the body too; end() then finishes the exchange.
+        if (pushes_->lent_fd < 0 || !send_on_lent_socket(*pushes_, last)) {
           ++pushes_->items;
           kick = !pushes_->kick_pending;
           pushes_->kick_pending = true;
@@ -597,23 +607,24 @@ void Connection::ex_open(std::uint64_t serial, Response head) {
   // Events are first tried with a non-blocking send (see pump); async operations are not
   // affected by this mode, and nothing here uses blocking ones.
   beast::error_code ignored;
-  stream_.socket().non_blocking(true, ignored);
+  if (!stream_.socket().non_blocking()) stream_.socket().non_blocking(true, ignored);
   finish_response(head, true);
   head.chunked(true);
-  stream_head_ = std::make_shared<Response>(std::move(head));
-  serializer_.emplace(*stream_head_);
-  writing_ = true;
+  std::ostringstream text;
+  text << head.base();
+  head_bytes_ = text.str();
+  // The head waits for the first event, at most kHeadDelay: a response that comes soon then
+  // goes out with its head and the end of the body in one write — one send here, one wake-up
+  // for the client, instead of three.
+  head_pending_ = true;
+  head_due_ = false;
+  writing_ = false;
   ending_ = false;
-  arm_write_timer(0);
-  bhttp::async_write_header(stream_, *serializer_,
-                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                              self->write_timer_.cancel();
-                              self->writing_ = false;
-                              if (ec) return self->close();
-                              self->last_chunk_at_ = std::chrono::steady_clock::now();
-                              self->arm_stream_tick(self->last_chunk_at_ + self->keepalive());
-                              self->pump();
-                            });
+  terminating_ = false;
+  last_chunk_at_ = std::chrono::steady_clock::now();
+  head_deadline_ = last_chunk_at_ + kHeadDelay;
+  arm_stream_tick(head_deadline_);
+  pump();
 }
 
 void Connection::ex_kick(std::uint64_t serial) {
@@ -714,11 +725,14 @@ void Connection::pump() {
     // Everything pushed since the last write, in one buffer: the two buffers trade places, so
     // their capacity is reused and a push allocates nothing once they have grown.
     out_.clear();
-    bool framed = false;  // out_ is the tail of a lent send: already a chunk
+    bool framed = false;      // out_ is the tail of a lent send: already chunks
+    bool terminated = false;  // ... and it ends the body, or a lent send already did
     {
       std::lock_guard lock(pushes_->mu);
       pushes_->lent_fd = -1;  // the writer's turn
       last_chunk_at_ = std::max(last_chunk_at_, pushes_->lent_write_at);
+      if (pushes_->ending) ending_ = true;
+      terminated = pushes_->terminated;
       if (!pushes_->unsent.empty()) {
         out_.swap(pushes_->unsent);
         framed = true;
@@ -727,62 +741,83 @@ void Connection::pump() {
         pushes_->items = 0;
         pushes_->kick_pending = false;
         if (out_.empty() && !ending_ && !pushes_->closed) {
-          // Idle: the pushers write on the socket themselves until the writer's next turn.
-          pushes_->lent_fd = stream_.socket().native_handle();
-          return;
+          // Nothing to send yet: the head waits for an event (or its deadline); once it is out,
+          // the pushers write on the socket themselves until the writer's next turn.
+          if (head_pending_ && !head_due_) return;
+          if (!head_pending_) {
+            pushes_->lent_fd = stream_.socket().native_handle();
+            return;
+          }
         }
       }
     }
-    if (out_.empty()) break;
-    auto done = [self = shared_from_this()](beast::error_code e, std::size_t) {
-      self->on_chunk(e);
-    };
+    if (terminated && out_.empty()) return finish_stream();  // a lent send ended the body
+    if (out_.empty() && !head_pending_ && !ending_) break;
+    // One write: the head (if still pending), the chunk (RFC 9112 §7.1: size in hex, CRLF,
+    // data, CRLF) framed by hand, and the last chunk when the stream ends with it. Written on the
+    // socket itself: a write of plain buffers is a small operation Asio recycles, where Beast's
+    // chunk and stream wrappers cost an allocation (and often a heap consolidation) per event at
+    // high fan-out (bench_fanout).
+    static constexpr char kCrlfEnd[] = "\r\n0\r\n\r\n";
+    std::array<net::const_buffer, 5> parts;
+    std::size_t n = 0;
+    if (head_pending_) parts[n++] = net::buffer(head_bytes_);
     if (framed) {
-      writing_ = true;
-      chunk_deadline_ = std::chrono::steady_clock::now() + write_limit(out_.size());
-      net::async_write(stream_.socket(), net::buffer(out_), std::move(done));
-      return;
+      parts[n++] = net::buffer(out_);
+    } else {
+      terminated = ending_;
+      if (!out_.empty()) {
+        const std::size_t head_len = chunk_head(chunk_head_, out_.size());
+        parts[n++] = net::buffer(chunk_head_, head_len);
+        parts[n++] = net::buffer(out_);
+        parts[n++] = net::buffer(kCrlfEnd, terminated ? 7 : 2);
+        http_bytes_out().inc(out_.size());
+      } else if (terminated) {
+        parts[n++] = net::buffer(kCrlfEnd + 2, 5);
+      }
     }
-    // One chunk (RFC 9112 §7.1: size in hex, CRLF, data, CRLF) framed by hand and written on
-    // the socket itself: a write of three plain buffers is a small operation Asio recycles,
-    // where Beast's chunk and stream wrappers cost an allocation (and often a heap
-    // consolidation) per event at high fan-out (bench_fanout).
-    const std::size_t head_len = chunk_head(chunk_head_, out_.size());
-    const std::array<net::const_buffer, 3> chunk{net::buffer(chunk_head_, head_len),
-                                                 net::buffer(out_), net::buffer("\r\n", 2)};
-    http_bytes_out().inc(out_.size());
+    const auto buffers = std::span<const net::const_buffer>(parts.data(), n);
     last_chunk_at_ = std::chrono::steady_clock::now();
-    // A reader keeping up leaves room in the socket buffer: one non-blocking send writes the
-    // chunk, with no operation to start and no completion to schedule.
+    // A reader keeping up leaves room in the socket buffer: one non-blocking send writes it
+    // all, with no operation to start and no completion to schedule.
     beast::error_code ec;
-    const std::size_t total = net::buffer_size(chunk);
+    const std::size_t total = net::buffer_size(buffers);
     const std::size_t sent =
-        stream_.socket().non_blocking() ? stream_.socket().write_some(chunk, ec) : 0;
-    if (!ec && sent == total) {
-      after_chunk();
-      continue;  // pushes that came meanwhile, else lend the socket, else end the stream
-    }
+        stream_.socket().non_blocking() ? stream_.socket().write_some(buffers, ec) : 0;
     if (ec && ec != net::error::would_block && ec != net::error::try_again) {
       state_->log->debug("{} SSE write failed: {}", label_, ec.message());
       return close();
     }
+    if (sent > 0) head_pending_ = false;
+    if (!ec && sent == total) {
+      head_pending_ = false;
+      if (terminated) return finish_stream();
+      after_chunk();
+      continue;  // pushes that came meanwhile, else lend the socket, else end the stream
+    }
+    // The rest (the reader is behind, or it is larger than the socket's buffer), contiguous.
+    std::string rest;
+    rest.reserve(total - sent);
+    std::size_t skip = sent;
+    for (const auto& b : buffers) {
+      const auto* p = static_cast<const char*>(b.data());
+      if (skip >= b.size()) {
+        skip -= b.size();
+        continue;
+      }
+      rest.append(p + skip, b.size() - skip);
+      skip = 0;
+    }
+    out_.swap(rest);
+    head_pending_ = false;
+    terminating_ = terminated;
     writing_ = true;
     // No timer operation per event: the stream tick checks this deadline (see on_stream_tick).
-    chunk_deadline_ = last_chunk_at_ + write_limit(total);
-    if (sent == 0) return net::async_write(stream_.socket(), chunk, std::move(done));
-    // Part went out (the reader is behind, or the event is larger than the socket's buffer):
-    // the rest, contiguous.
-    keep_chunk_tail(out_, chunk_head_, head_len, sent);
-    net::async_write(stream_.socket(), net::buffer(out_), std::move(done));
+    chunk_deadline_ = last_chunk_at_ + write_limit(out_.size());
+    net::async_write(
+        stream_.socket(), net::buffer(out_),
+        [self = shared_from_this()](beast::error_code e, std::size_t) { self->on_chunk(e); });
     return;
-  }
-  if (ending_) {
-    writing_ = true;
-    arm_write_timer(0);
-    net::async_write(stream_, bhttp::make_chunk_last(),
-                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                       self->on_last_chunk(ec);
-                     });
   }
 }
 
@@ -792,6 +827,7 @@ void Connection::on_chunk(beast::error_code ec) {
     state_->log->debug("{} SSE write failed: {}", label_, ec.message());
     return close();
   }
+  if (terminating_) return finish_stream();
   after_chunk();
   // Pushes that came during the write found it busy: take them now.
   pump();
@@ -803,16 +839,22 @@ void Connection::after_chunk() {
   if (out_.capacity() > kKeptCapacity) std::string().swap(out_);
 }
 
-void Connection::on_last_chunk(beast::error_code ec) {
+void Connection::finish_stream() {
+  {
+    std::lock_guard lock(pushes_->mu);
+    pushes_->closed = true;
+    pushes_->lent_fd = -1;
+  }
   writing_ = false;
+  terminating_ = false;
+  head_pending_ = false;
   write_timer_.cancel();
   keepalive_timer_.cancel();
-  if (ec) return close();
   gone_ = nullptr;
   ending_ = false;
-  serializer_.reset();
-  stream_head_.reset();
+  head_bytes_.clear();
   out_.clear();
+  after_chunk();
   next_request();
 }
 
@@ -840,6 +882,16 @@ void Connection::arm_stream_tick(std::chrono::steady_clock::time_point at) {
 void Connection::on_stream_tick() {
   if (phase_ != Phase::streaming || ending_) return;
   const auto now = std::chrono::steady_clock::now();
+  if (head_pending_) {
+    if (now < head_deadline_) return arm_stream_tick(head_deadline_);
+    // No event within kHeadDelay: the head goes out alone, and keep-alives follow.
+    head_due_ = true;
+    last_chunk_at_ = now;
+    pump();
+    if (phase_ != Phase::streaming) return;
+    return arm_stream_tick(writing_ ? std::min(chunk_deadline_, now + keepalive())
+                                    : now + keepalive());
+  }
   if (writing_ && now >= chunk_deadline_) {
     state_->log->info(
         "{} a write made no progress for {} s; closing the connection", label_,

@@ -54,6 +54,8 @@ struct PushQueue {
   std::size_t limit = 0;      // http.limits.stream_queue_messages
   int lent_fd = -1;           // the socket, while lent
   std::string unsent;         // the framed tail of a lent send that did not complete
+  bool ending = false;        // a last event was pushed: the stream ends after it
+  bool terminated = false;    // the body's last chunk is framed (sent, or in unsent)
   std::chrono::steady_clock::time_point lent_write_at{};  // the last lent send
 };
 
@@ -99,7 +101,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void pump();
   void on_chunk(boost::beast::error_code ec);
-  void on_last_chunk(boost::beast::error_code ec);
+  void finish_stream();
   void after_chunk();
   std::chrono::steady_clock::duration keepalive() const;
   std::chrono::steady_clock::duration write_limit(std::size_t bytes) const;
@@ -140,9 +142,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Whole responses.
   std::shared_ptr<Response> response_;
   // Streams.
-  std::shared_ptr<Response> stream_head_;
-  std::optional<boost::beast::http::response_serializer<boost::beast::http::string_body>>
-      serializer_;
+  // The head of a stream waits (at most kHeadDelay) for the first event, to go out with it.
+  std::string head_bytes_;
+  bool head_pending_ = false;
+  bool head_due_ = false;
+  std::chrono::steady_clock::time_point head_deadline_{};
+  bool terminating_ = false;  // the write in flight ends the body
   std::shared_ptr<PushQueue> pushes_;
   std::string out_;      // the bytes being written (swapped with PushQueue::bytes)
   char chunk_head_[24];  // the chunk-size line of the chunk being written

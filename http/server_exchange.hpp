@@ -30,8 +30,10 @@ class Exchange {
   // Bytes of one or more SSE events. A stream whose queue already holds its bound of
   // unwritten pushes is closed (the connection with it).
   virtual void push(std::string bytes) = 0;
-  // One SSE message event (see sse_event), framed straight into the stream's queue.
-  virtual void push_event(std::string_view id, std::string_view data) = 0;
+  // One SSE message event (see sse_event), framed straight into the stream's queue. `last`: the
+  // stream ends with it (end() still follows): the event and the end of the chunked body go out
+  // in one write.
+  virtual void push_event(std::string_view id, std::string_view data, bool last = false) = 0;
   // Ends the stream after everything pushed; the connection then reads its next request.
   virtual void end() = 0;
   // Closes the connection at once.

@@ -407,7 +407,10 @@ void Session::deliver(const StreamRouter::Routed& routed, const Message& message
   using To = StreamRouter::Routed::To;
   switch (routed.to) {
     case To::stream:
-      if (routed.event && routed.write) write_event(routed.stream, *routed.event);
+      if (routed.event && routed.write) {
+        // The stream's last event takes the end of the body with it (one write).
+        write_event(routed.stream, *routed.event, routed.finished && routed.json_body.empty());
+      }
       if (!routed.finished) break;
       if (!routed.json_body.empty()) {
         if (routed.write) {
@@ -514,9 +517,9 @@ void Session::open_sse(StreamId stream, const std::shared_ptr<Exchange>& exchang
   if (!bytes.empty()) exchange->push(std::move(bytes));
 }
 
-void Session::write_event(StreamId stream, const StreamRouter::Event& event) {
+void Session::write_event(StreamId stream, const StreamRouter::Event& event, bool last) {
   auto it = exchanges_.find(stream);
-  if (it != exchanges_.end()) it->second->push_event(event.id, event.message.text());
+  if (it != exchanges_.end()) it->second->push_event(event.id, event.message.text(), last);
 }
 
 void Session::end_stream(StreamId stream) {

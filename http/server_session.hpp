@@ -78,7 +78,7 @@ class Session : public bridge::Channel, public std::enable_shared_from_this<Sess
   void attach(StreamId stream, std::shared_ptr<Exchange> exchange);
   // Starts an SSE response: `first` (a priming event or a replay), then the backlog.
   void open_sse(StreamId stream, const std::shared_ptr<Exchange>& exchange, std::string first);
-  void write_event(StreamId stream, const bridge::StreamRouter::Event& event);
+  void write_event(StreamId stream, const bridge::StreamRouter::Event& event, bool last = false);
   void end_stream(StreamId stream);
   void reply_json(StreamId stream, const std::vector<jsonrpc::Message>& body, bool batch);
   void on_exchange_gone(const std::weak_ptr<Exchange>& gone);
