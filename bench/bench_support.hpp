@@ -34,8 +34,10 @@ class StealMeter {
 double percentile(std::vector<double>& values, double q);
 
 // Raises this process's open-file limit to its hard limit (inherited by the processes it
-// starts), for benchmarks that hold thousands of sockets.
-void raise_fd_limit();
+// starts), for benchmarks that hold thousands of sockets. Returns the soft limit now in force.
+std::size_t raise_fd_limit();
+// A process's soft open-file limit ("Max open files" in /proc/PID/limits); 0 when unknown.
+std::size_t open_file_limit(pid_t pid);
 
 // Parses `--name value` pairs, calling `set(name, value)` for each; `set` returns false for a
 // name it does not know. Prints `usage` and returns 0 for --help or -h, returns 2 after a

@@ -259,8 +259,22 @@ bool expand_env(const std::string& in, std::string& out, GetEnv getenv_fn, std::
   return true;
 }
 
+bool parse_mqtt_client(const std::string& text, MqttClient& out) {
+  if (text == "native")
+    out = MqttClient::native;
+  else if (text == "paho")
+    out = MqttClient::paho;
+  else
+    return false;
+  return true;
+}
+
 void read_mqtt(ObjectReader& r, MqttConfig& m, std::vector<Problem>& problems) {
   r.string("url", m.url, false);
+  std::string client;
+  if (r.string("client", client) && !parse_mqtt_client(client, m.client)) {
+    r.problem("client", "expected \"native\" or \"paho\", found \"" + client + "\"");
+  }
   r.string("client_id_prefix", m.client_id_prefix, false);
   r.string("username", m.username);
   r.string("password_file", m.password_file, false);
@@ -269,6 +283,8 @@ void read_mqtt(ObjectReader& r, MqttConfig& m, std::vector<Problem>& problems) {
   r.integer("connect_timeout_s", m.connect_timeout_s, 1, 300);
   r.integer("reconnect_min_ms", m.reconnect_min_ms, 10, 600000);
   r.integer("reconnect_max_ms", m.reconnect_max_ms, 10, 3600000);
+  // MQTT 5.0 §2.1.4: a packet is at most 268,435,455 + 5 bytes; below 64 KiB nothing fits.
+  r.integer("max_packet_bytes", m.max_packet_bytes, 65536, 268435460);
   if (const Value* t = r.object("tls")) {
     ObjectReader tr(*t, r.path_of("tls"), problems);
     m.tls.configured = true;
@@ -422,33 +438,60 @@ void read_server(const std::string& name, const Value& v, const std::string& pat
 }
 
 bool parse_broker_url(const std::string& url, MqttConfig& m, std::string& why) {
+  struct Scheme {
+    const char* prefix;
+    bool tls;
+    bool websocket;
+    std::uint16_t port;
+  };
+  static constexpr Scheme kSchemes[] = {
+      {"mqtt://", false, false, 1883}, {"tcp://", false, false, 1883},
+      {"mqtts://", true, false, 8883}, {"ssl://", true, false, 8883},
+      {"ws://", false, true, 80},      {"wss://", true, true, 443},
+  };
+  const Scheme* scheme = nullptr;
   std::string rest;
-  bool tls = false;
-  for (const auto& [prefix, secure] : {std::pair<const char*, bool>{"mqtt://", false},
-                                       {"tcp://", false},
-                                       {"mqtts://", true},
-                                       {"ssl://", true}}) {
-    if (url.rfind(prefix, 0) == 0) {
-      rest = url.substr(std::strlen(prefix));
-      tls = secure;
+  for (const auto& s : kSchemes) {
+    if (url.rfind(s.prefix, 0) == 0) {
+      scheme = &s;
+      rest = url.substr(std::strlen(s.prefix));
       break;
     }
   }
-  if (rest.empty()) {
-    why = "expected mqtt://HOST[:PORT] or mqtts://HOST[:PORT], found \"" + url + "\"";
-    return false;
-  }
-  if (!rest.empty() && rest.back() == '/') rest.pop_back();
-  if (rest.find('/') != std::string::npos || rest.find('@') != std::string::npos) {
+  if (!scheme || rest.empty()) {
     why =
-        "expected mqtt://HOST[:PORT] with no path or credentials (use mqtt.username and "
-        "mqtt.password_file), found \"" +
+        "expected mqtt://HOST[:PORT], mqtts://HOST[:PORT], ws://HOST[:PORT][/PATH] or "
+        "wss://HOST[:PORT][/PATH], found \"" +
         url + "\"";
     return false;
   }
+  // MQTT over WebSocket names the HTTP path of the upgrade; /mqtt when none is given (as
+  // Paho and most brokers' defaults have it).
+  std::string path;
+  if (const auto slash = rest.find('/'); slash != std::string::npos) {
+    path = rest.substr(slash);
+    rest.resize(slash);
+  }
+  if (!scheme->websocket && !path.empty() && path != "/") {
+    why = "expected " + std::string(scheme->prefix) + "HOST[:PORT] with no path, found \"" + url +
+          "\"";
+    return false;
+  }
+  if (rest.find('@') != std::string::npos) {
+    why =
+        "expected no credentials in the url (use mqtt.username and mqtt.password_file), found "
+        "\"" +
+        url + "\"";
+    return false;
+  }
+  if (path.find_first_of(" \t\r\n?#") != std::string::npos) {
+    why = "the path of \"" + url + "\" has a space, '?' or '#'";
+    return false;
+  }
   std::string host;
-  std::uint16_t port = tls ? 8883 : 1883;
-  const bool has_port = rest.back() != ']' && rest.rfind(':') != std::string::npos &&
+  std::uint16_t port = scheme->port;
+  const bool has_port = !rest.empty() && rest.back() != ']' &&
+                        rest.rfind(':') != std::string::npos &&
                         (rest.front() != '[' || rest.find("]:") != std::string::npos);
   if (has_port) {
     if (!parse_host_port(rest, host, port, why)) {
@@ -466,7 +509,9 @@ bool parse_broker_url(const std::string& url, MqttConfig& m, std::string& why) {
   }
   m.host = host;
   m.port = port;
-  m.tls.enabled = tls;
+  m.tls.enabled = scheme->tls;
+  m.websocket = scheme->websocket;
+  m.ws_path = scheme->websocket ? (path.empty() ? "/mqtt" : path) : "/mqtt";
   return true;
 }
 
@@ -480,8 +525,9 @@ void validate(Config& cfg, std::vector<Problem>& problems) {
     problems.push_back({"mqtt.reconnect_min_ms", "must not exceed mqtt.reconnect_max_ms"});
   }
   if (cfg.mqtt.tls.configured && !cfg.mqtt.tls.enabled) {
-    problems.push_back({"mqtt.tls", "is set but mqtt.url \"" + cfg.mqtt.url +
-                                        "\" is plain TCP; use mqtts://HOST[:PORT] for TLS"});
+    problems.push_back(
+        {"mqtt.tls", "is set but mqtt.url \"" + cfg.mqtt.url +
+                         "\" is not TLS; use mqtts://HOST[:PORT] or wss://HOST[:PORT][/PATH]"});
   }
   if (cfg.mqtt.tls.cert_file.empty() != cfg.mqtt.tls.key_file.empty()) {
     problems.push_back({"mqtt.tls", "cert_file and key_file go together; set both or neither"});
@@ -532,8 +578,14 @@ void resolve_secrets(Config& cfg, std::vector<Problem>& problems, GetEnv getenv_
   }
 }
 
-void apply_env(Config& cfg, GetEnv getenv_fn) {
+void apply_env(Config& cfg, std::vector<Problem>& problems, GetEnv getenv_fn) {
   if (const char* v = getenv_fn("MCPMQTT_BROKER"); v && *v) cfg.mqtt.url = v;
+  if (const char* v = getenv_fn("MCPMQTT_MQTT_CLIENT"); v && *v) {
+    if (!parse_mqtt_client(v, cfg.mqtt.client)) {
+      problems.push_back({"MCPMQTT_MQTT_CLIENT",
+                          std::string("expected \"native\" or \"paho\", found \"") + v + "\""});
+    }
+  }
   if (const char* v = getenv_fn("MCPMQTT_HTTP_LISTEN"); v && *v) cfg.http.listen = v;
   if (const char* v = getenv_fn("MCPMQTT_LOG_LEVEL"); v && *v) {
     cfg.log.level = v;
@@ -543,7 +595,7 @@ void apply_env(Config& cfg, GetEnv getenv_fn) {
 }
 
 LoadResult finish(Config cfg, std::vector<Problem> problems, GetEnv getenv_fn) {
-  apply_env(cfg, getenv_fn);
+  apply_env(cfg, problems, getenv_fn);
   validate(cfg, problems);
   resolve_secrets(cfg, problems, getenv_fn);
   LoadResult out;
@@ -567,7 +619,8 @@ const ServerEntry* Config::find_server(const std::string& name) const {
 
 std::string Config::summary() const {
   std::ostringstream out;
-  out << "broker " << mqtt.url << (mqtt.tls.enabled ? " (TLS)" : "");
+  out << "broker " << mqtt.url << (mqtt.tls.enabled ? " (TLS)" : "")
+      << (mqtt.client == MqttClient::paho ? " (Paho client)" : "");
   if (http.enabled)
     out << "; HTTP ingress on " << http.listen;
   else

@@ -27,8 +27,12 @@ struct TlsConfig {
   bool operator==(const TlsConfig&) const = default;
 };
 
+// The MQTT client engine (mqtt.client): the bridge's own, on its event loop, or Eclipse Paho.
+enum class MqttClient { native, paho };
+
 struct MqttConfig {
   std::string url = "mqtt://127.0.0.1:1883";
+  MqttClient client = MqttClient::native;
   std::string client_id_prefix = "mcp-bridge";
   std::string username;
   std::string password_file;
@@ -43,10 +47,16 @@ struct MqttConfig {
   int connect_timeout_s = 10;
   int reconnect_min_ms = 500;
   int reconnect_max_ms = 30000;
+  // The largest MQTT packet the bridge accepts, announced in CONNECT as Maximum Packet Size
+  // (MQTT 5.0 §3.1.2.11.4): a JSON-RPC message is at most 16 MiB (jsonrpc::Limits), plus room
+  // for the topic and properties. The broker drops larger messages for us instead of sending them.
+  std::uint32_t max_packet_bytes = (16u << 20) + (64u << 10);
 
   // Derived from url by validation.
   std::string host;
   std::uint16_t port = 1883;
+  bool websocket = false;         // ws:// or wss://
+  std::string ws_path = "/mqtt";  // the path of a ws:// or wss:// url
 
   bool operator==(const MqttConfig&) const = default;
 };
@@ -151,7 +161,7 @@ struct LogConfig {
 };
 
 struct DaemonConfig {
-  int threads = 2;
+  int threads = 1;
   int shutdown_grace_ms = 5000;
 
   bool operator==(const DaemonConfig&) const = default;

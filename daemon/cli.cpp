@@ -56,8 +56,9 @@ const std::vector<OptionSpec>& options() {
        }},
       {"--broker",
        "URL",
-       "MQTT broker, mqtt://HOST[:PORT] or mqtts://HOST[:PORT]; env MCPMQTT_BROKER (default "
-       "mqtt://127.0.0.1:1883)",
+       "MQTT broker: mqtt://HOST[:PORT], mqtts://HOST[:PORT] (TLS), ws://HOST[:PORT][/PATH] or "
+       "wss://HOST[:PORT][/PATH] (MQTT over WebSocket, path /mqtt by default); env "
+       "MCPMQTT_BROKER (default mqtt://127.0.0.1:1883)",
        {Command::run, Command::check_config, Command::stdio, Command::expose},
        [](CommandLine& c, const std::string& v) { c.overrides.broker_url = v; }},
       {"--listen",
@@ -205,6 +206,8 @@ std::string usage() {
   out +=
       "\nSecrets are never taken from the command line: the MQTT password comes from\n"
       "mqtt.password_file or MCPMQTT_MQTT_PASSWORD (username: MCPMQTT_MQTT_USERNAME).\n"
+      "MQTT client: the bridge's own (mqtt.client \"native\", the default) or Eclipse Paho\n"
+      "(\"paho\"); env MCPMQTT_MQTT_CLIENT.\n"
       "Signals: SIGTERM/SIGINT stop gracefully (a second one stops at once); SIGHUP reloads\n"
       "the configuration (mcpServers, log.level, egress limits and timeouts; an invalid one is\n"
       "rejected and the running one stays). HTTP: /mcp, /servers/{name}/mcp, /servers,\n"

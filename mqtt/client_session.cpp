@@ -131,7 +131,27 @@ void ClientSession::flush() {
 void ClientSession::publish(const jsonrpc::Message& m) {
   const bool initialize = m.is_request() && m.method() == "initialize";
   if (initialize) awaiting_init_ = m.id();
-  conn_->publish(initialize ? control_topic_ : rpc_topic_, m.shared_text());
+  Done done;
+  if (m.is_request()) {
+    // A request the broker would not take (larger than its Maximum Packet Size, refused by
+    // its ACL) is answered here: nothing else would ever answer it. A lost connection ends the
+    // session before this runs, and the session's end answers what is pending.
+    done = [weak = weak_from_this(), id = m.id(), method = m.method()](bool ok,
+                                                                       const std::string& why) {
+      auto self = weak.lock();
+      if (ok || !self || self->state_ == State::closed) return;
+      logger()->warn("{} {} could not be sent: {}", self->prefix_, method, why);
+      if (self->awaiting_init_ && *self->awaiting_init_ == id) self->awaiting_init_.reset();
+      if (self->receiver_.on_message) {
+        self->receiver_.on_message(jsonrpc::Message::error(id, jsonrpc::code::internal_error,
+                                                           "the bridge could not send " + method +
+                                                               " to " + self->options_.server_name +
+                                                               " over MQTT: " + why));
+      }
+      self->flush();
+    };
+  }
+  conn_->publish(initialize ? control_topic_ : rpc_topic_, m.shared_text(), false, std::move(done));
 }
 
 void ClientSession::on_message(const Incoming& in) {

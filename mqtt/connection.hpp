@@ -1,4 +1,5 @@
-// One MQTT v5 connection of the bridge, on Eclipse Paho C++ 1.2.
+// One MQTT v5 connection of the bridge: the front the rest of the bridge calls, with the policy;
+// the packets are an Engine's (mqtt/engine.hpp): the native one, or Paho's (mqtt.client).
 //
 // What it guarantees (004 §MQTT Requirements and Conventions, notes.md checklist):
 // - MQTT 5.0 only; clean start; Session Expiry Interval 0.
@@ -9,9 +10,9 @@
 // - Reconnect with exponential backoff and jitter (our own timer, so every CONNACK is seen);
 //   afterwards every subscription is restored before the owner's on_connected runs, and
 //   publications made while disconnected (bounded) are sent after it.
-// - Paho calls back on its own threads: callbacks only copy what arrived and post it onto the
-//   connection's strand through a weak_ptr. Nothing blocks a Paho thread. The Paho client is
-//   destroyed later on a timer, never on a Paho thread and never while a callback may run.
+// - Flow control (MQTT 5.0 §4.9): at most the broker's Receive Maximum of our QoS 1 and 2
+//   publications are unacknowledged; the rest wait in a bounded window.
+// - A publication larger than the broker's Maximum Packet Size fails at once, saying so.
 //
 // One strand; not thread-safe: call every member on the executor given to create().
 #pragma once
@@ -23,7 +24,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -31,6 +31,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "config/config.hpp"
+#include "mqtt/engine.hpp"
 
 namespace mcpmqtt::mqtt {
 
@@ -53,10 +54,9 @@ struct ConnectionOptions {
   bool reconnect = true;                    // retry the first connect and reconnect after a loss
   std::size_t max_backlog_messages = 1000;  // publications held while disconnected
   std::size_t max_backlog_bytes = 16 << 20;
-  // Publications held while connected but not yet written — by us while the broker's Receive
-  // Maximum is used up, by Paho until its thread writes them: a server endpoint's burst to all
-  // its clients (responses, `disconnected` at shutdown). Paho's default of 100 refused the rest
-  // of a larger burst; past this bound a publish fails (its Done says so).
+  // Publications held while connected but not yet handed to the engine, while the broker's
+  // Receive Maximum is used up: a server endpoint's burst to all its clients (responses,
+  // `disconnected` at shutdown). Past this bound a publish fails (its Done says so).
   int max_queued_messages = 65536;
 };
 
@@ -66,11 +66,12 @@ struct ConnackInfo {
   std::optional<std::vector<std::string>> server_name_filters;  // MCP-SERVER-NAME-FILTERS
   std::optional<std::string> rbac_json;                         // MCP-RBAC
   std::uint16_t receive_maximum = 65535;  // QoS 1 and 2 publications the broker takes at once
+  std::uint32_t maximum_packet_size = 0;  // the largest packet the broker takes; 0: no limit
 };
 
 struct Incoming {
   std::string topic;
-  std::shared_ptr<const std::string> payload;  // shared with Paho's buffer: no copy
+  std::shared_ptr<const std::string> payload;  // shared with the engine's copy: no further one
   bool retained = false;
   int qos = 0;
   // User properties; peers in the wild omit them, so both may be absent.
@@ -82,8 +83,6 @@ struct Incoming {
 // the Connection (the Connection holds it until it runs); pending ones run with ok=false when the
 // connection closes.
 using Done = std::function<void(bool ok, const std::string& why)>;
-
-class Gate;
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
@@ -129,30 +128,35 @@ class Connection : public std::enable_shared_from_this<Connection> {
                Done done = {}) {
     publish(topic, std::make_shared<const std::string>(payload), retained, std::move(done));
   }
-  // A clean DISCONNECT (the broker does not send the will). Stops reconnecting. `done` runs when
-  // the broker connection is closed or the timeout passed.
+  // A clean DISCONNECT (the broker does not send the will) once what was published before is
+  // sent. Stops reconnecting. `done` runs when the broker connection is closed, within the
+  // timeout (and half a second). When the timeout passes with publications still queued, the
+  // connection closes without DISCONNECT, so that the broker publishes the will instead.
   void disconnect(std::chrono::milliseconds timeout, std::function<void()> done = {});
   bool connected() const { return state_ == State::connected; }
   const std::string& client_id() const { return options_.client_id; }
   std::uint64_t reconnects() const { return reconnects_; }
   std::string describe() const { return "[mqtt " + options_.client_id + "]"; }
+  // The broker's URL as the log and errors name it.
+  std::string broker_url() const;
 
  private:
-  struct Paho;
-  struct OpResult;
   enum class State { idle, connecting, connected, waiting_retry, disconnecting, closed };
 
   Connection(boost::asio::any_io_executor strand, ConnectionOptions options, Handlers handlers);
   void do_connect();
-  void wake_paho();
-  void on_connect_result(const OpResult& r);
+  void on_connect_result(const ConnectOutcome& r);
+  void on_message(const ReceivedMessage& m);
   void on_lost(const std::string& cause);
   void schedule_retry(const std::string& why);
   void send_subscribe(std::vector<Filter> filters);
-  void send_subscribe_packet(std::vector<std::string> names, bool no_local);
-  void on_subscribe_result(const std::vector<std::string>& filters, const OpResult& r);
+  void on_subscribe_result(const std::vector<std::string>& filters, bool ok, const std::string& why,
+                           const std::vector<std::uint8_t>& codes);
   void send_publish(const std::string& topic, std::shared_ptr<const std::string> payload,
                     bool retained, Done done);
+  std::size_t publish_packet_size(const std::string& topic, std::size_t payload) const;
+  void disconnect_when_drained();
+  void on_disconnect_timeout();
   void finish_disconnect();
   std::uint64_t add_op(Done done);
   void complete_op(std::uint64_t op, bool ok, const std::string& why);
@@ -161,8 +165,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   boost::asio::any_io_executor strand_;
   ConnectionOptions options_;
   Handlers handlers_;
-  std::shared_ptr<Paho> paho_;
-  std::shared_ptr<Gate> gate_;  // posts from Paho threads
+  std::unique_ptr<Engine> engine_;
+  // The MCP user properties of every PUBLISH (004 §User Property), built once.
+  std::shared_ptr<const UserProperties> publish_properties_;
   State state_ = State::idle;
   bool ever_connected_ = false;
   int attempt_ = 0;
@@ -170,9 +175,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool counted_up_ = false;  // in mcpmqtt_mqtt_connections
   void count_up(bool up);
   boost::asio::steady_timer retry_timer_;
-  boost::asio::steady_timer wake_timer_;
-  std::chrono::steady_clock::time_point wake_deadline_{};
-  std::mt19937 rng_;
 
   struct Subscription {
     bool no_local = false;
@@ -190,10 +192,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::size_t backlog_bytes_ = 0;
 
   // Flow control (MQTT 5 §4.9): at most the broker's Receive Maximum of our publications are
-  // handed to Paho unacknowledged; the rest wait here, bounded by max_queued_messages. Paho
-  // would hold them itself, but sends what it held only when its send thread next wakes up —
-  // at most once a second when nothing else happens: a burst of 2,000 took 90 s. Each
-  // acknowledgement hands the next one over, which wakes that thread at once.
+  // handed to the engine unacknowledged; the rest wait here, bounded by max_queued_messages.
+  // (At QoS 0 the same window counts publications the engine has not yet written.) Each
+  // acknowledgement hands the next one over.
   void send_or_queue(Pending p);
   void drain_window();
   // Empties the window and the backlog, in the order they would have been sent.
@@ -203,11 +204,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::size_t receive_maximum_ = 65535;
   std::uint64_t generation_ = 0;  // of the broker connection, for acknowledgements of an old one
 
+  std::size_t max_packet_size_ = 0;    // the broker's, from CONNACK; 0: no limit
   std::map<std::uint64_t, Done> ops_;  // publish and unsubscribe completions
   std::uint64_t next_op_ = 1;
 
   std::function<void()> disconnect_done_;
   std::shared_ptr<boost::asio::steady_timer> disconnect_timer_;
+  std::chrono::steady_clock::time_point disconnect_deadline_{};
+  bool disconnect_sent_ = false;  // handed to the engine: the window is empty
 };
 
 }  // namespace mcpmqtt::mqtt

@@ -357,7 +357,31 @@ void ServerEndpoint::send_from_link(const std::string& cid, const jsonrpc::Messa
       is_capability_notification(m)
           ? topics::server_capability(options_.server_id, options_.server_name)
           : topics::rpc(cid, options_.server_id, options_.server_name);
-  conn_->publish(topic, m.shared_text());
+  Done done;
+  if (m.is_response() || m.is_request()) {
+    // What the broker would not take (larger than its Maximum Packet Size, refused by its ACL)
+    // must not leave a request unanswered: the client gets an error response in place of a
+    // response, and the server one in place of its own request's answer. (A publication lost
+    // with the connection may have reached the broker: nothing is substituted for it.)
+    done = [weak = weak_from_this(), cid, id = m.id(), request = m.is_request(),
+            what = m.is_request() ? m.method() : std::string("the response")](
+               bool ok, const std::string& why) {
+      auto self = weak.lock();
+      if (ok || !self || self->stopping_ || !self->conn_->connected()) return;
+      auto it = self->clients_.find(cid);
+      if (it == self->clients_.end()) return;
+      logger()->warn("[server {} client {}] {} could not be sent: {}", self->options_.server_name,
+                     cid, what, why);
+      const auto message = "the bridge could not send " + what + " over MQTT: " + why;
+      if (!request) {
+        self->reply_error(cid, id, jsonrpc::code::internal_error, message);
+      } else if (auto link = it->second.link.lock()) {
+        auto err = jsonrpc::Message::error(id, jsonrpc::code::internal_error, message);
+        boost::asio::post(link->executor(), [link, err = std::move(err)] { link->deliver(err); });
+      }
+    };
+  }
+  conn_->publish(topic, m.shared_text(), false, std::move(done));
 }
 
 void ServerEndpoint::reply_error(const std::string& cid, const jsonrpc::Id& id, int code,

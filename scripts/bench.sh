@@ -3,11 +3,14 @@
 # as optimised as the release build: -O2; GCC 12 warns falsely at -O3) and runs each, printing
 # one table per benchmark. Results and method: bench/README.md.
 #
-#   scripts/bench.sh                          both benchmarks, full size (about 9 minutes)
-#   scripts/bench.sh compare [ARGS…]          the bridge against the floor and supergateway
+#   scripts/bench.sh                          both benchmarks, full size (about 12 minutes)
+#   scripts/bench.sh compare [ARGS…]          the bridge against the floor and supergateway, per
+#                                             MQTT engine and broker set-up (about 7 minutes)
 #   scripts/bench.sh fanout [ARGS…]           the fan-out to 1,000 and 10,000 listen streams
 #
-# e.g. scripts/bench.sh compare --only 1,2 --requests 500, scripts/bench.sh fanout --streams 500
+# e.g. scripts/bench.sh compare --only 1,2 --requests 500,
+#      scripts/bench.sh compare --only 3 --engines native --brokers default (one cell),
+#      scripts/bench.sh fanout --streams 500
 set -euo pipefail
 cd "$(dirname "$0")/.."
 which=all
@@ -29,7 +32,7 @@ cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMCPMQTT_B
 cmake --build build-bench --parallel "${MCPMQTT_BUILD_JOBS:-2}" \
   --target bench_fanout bench_compare bench_mqtt_echo_server mcp-mqtt-bridge mcp_test_server
 if [[ $which == all || $which == compare ]]; then
-  echo "== the bridge against the floor and supergateway: latency, throughput, sessions, payload (issue 9) =="
+  echo "== the bridge against the floor and supergateway, per MQTT engine and broker: latency, throughput, sessions, payload (issue 9) =="
   build-bench/bench/bench_compare "$@"
 fi
 if [[ $which == all || $which == fanout ]]; then

@@ -21,7 +21,6 @@ cat > "$workdir/mosquitto.conf" <<CONF
 listener $port 127.0.0.1
 allow_anonymous true
 persistence false
-set_tcp_nodelay true
 CONF
 mosquitto -c "$workdir/mosquitto.conf" >"$workdir/mosquitto.log" 2>&1 &
 broker=$!

@@ -42,8 +42,9 @@ else
     # openssl: test certificates; systemd: systemd-analyze verify; clang-format: style check;
     # nodejs/npm: fetch the pinned MCP peers (SDK, conformance suite, Node 22) from npm;
     # python3: scripts/lint-deploy.py, the Dockerfile and compose checks;
-    # python3-prometheus-client: the Prometheus project's own parser reads GET /metrics in a test.
-    packages+=(openssl systemd clang-format python3 python3-prometheus-client)
+    # python3-prometheus-client: the Prometheus project's own parser reads GET /metrics in a test;
+    # clang and libclang-rt-14-dev (libFuzzer, ASan, UBSan): scripts/fuzz.sh.
+    packages+=(openssl systemd clang-format python3 python3-prometheus-client clang libclang-rt-14-dev)
     command -v npm >/dev/null || packages+=(nodejs npm)
   fi
 fi

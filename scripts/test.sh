@@ -24,5 +24,8 @@ for flavour in release asan; do
   done
 done
 
+# The MQTT codec's libFuzzer targets (clang++, ASan+UBSan), each for MCPMQTT_FUZZ_SECONDS.
+scripts/fuzz.sh || status=1
+
 echo "test command finished in $(( $(date +%s) - start )) s with status $status" >&2
 exit $status

@@ -1,11 +1,11 @@
-#include "mqtt/executor_gate.hpp"
+#include "mqtt/paho/executor_gate.hpp"
 
 #include <algorithm>
 
 #include <boost/asio/execution/context.hpp>
 #include <boost/asio/query.hpp>
 
-namespace mcpmqtt::mqtt {
+namespace mcpmqtt::mqtt::paho {
 
 namespace {
 
@@ -60,4 +60,4 @@ std::shared_ptr<Gate> Gate::open(const boost::asio::any_io_executor& ex) {
   return gate;
 }
 
-}  // namespace mcpmqtt::mqtt
+}  // namespace mcpmqtt::mqtt::paho

@@ -17,7 +17,7 @@
 #include <boost/asio/execution_context.hpp>
 #include <boost/asio/post.hpp>
 
-namespace mcpmqtt::mqtt {
+namespace mcpmqtt::mqtt::paho {
 
 class Gate {
  public:
@@ -43,4 +43,4 @@ class Gate {
   boost::asio::any_io_executor ex_;
 };
 
-}  // namespace mcpmqtt::mqtt
+}  // namespace mcpmqtt::mqtt::paho

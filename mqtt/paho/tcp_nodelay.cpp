@@ -1,4 +1,4 @@
-#include "mqtt/tcp_nodelay.hpp"
+#include "mqtt/paho/tcp_nodelay.hpp"
 
 #include <atomic>
 #include <cerrno>
@@ -10,6 +10,7 @@
 
 namespace {
 
+std::atomic<bool> enabled{false};
 std::atomic<bool> used{false};
 
 using ConnectFn = int (*)(int, const struct sockaddr*, socklen_t);
@@ -27,7 +28,8 @@ extern "C" int connect(int fd, const struct sockaddr* addr, socklen_t len) {
     errno = ENOSYS;
     return -1;
   }
-  if (addr && (addr->sa_family == AF_INET || addr->sa_family == AF_INET6)) {
+  if (enabled.load(std::memory_order_relaxed) && addr &&
+      (addr->sa_family == AF_INET || addr->sa_family == AF_INET6)) {
     int type = 0;
     socklen_t tl = sizeof type;
     if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 && type == SOCK_STREAM) {
@@ -42,10 +44,14 @@ extern "C" int connect(int fd, const struct sockaddr* addr, socklen_t len) {
   return fn(fd, addr, len);
 }
 
-namespace mcpmqtt::mqtt {
+namespace mcpmqtt::mqtt::paho {
+
+void use_tcp_nodelay_interposition() {
+  enabled.store(true, std::memory_order_relaxed);
+}
 
 bool tcp_nodelay_active() {
   return used.load(std::memory_order_relaxed);
 }
 
-}  // namespace mcpmqtt::mqtt
+}  // namespace mcpmqtt::mqtt::paho

@@ -55,6 +55,9 @@ TEST_CASE("defaults are safe: loopback, random pick, recommended timeouts", "[co
   CHECK(c.mqtt.port == 1883);
   CHECK_FALSE(c.mqtt.tls.enabled);
   CHECK(c.mqtt.qos == 1);
+  CHECK(c.mqtt.client == MqttClient::native);
+  CHECK_FALSE(c.mqtt.websocket);
+  CHECK(c.mqtt.max_packet_bytes == 16u * 1024 * 1024 + 64 * 1024);
   CHECK(c.http.listen == "127.0.0.1:8080");
   CHECK(c.http.listen_host == "127.0.0.1");
   CHECK(c.http.listen_port == 8080);
@@ -167,9 +170,17 @@ TEST_CASE("wrong types and values name the key, the expectation and what was fou
       {R"({"mqtt": {"url": 5}})", "mqtt.url", "expected a string, found an integer"},
       {R"({"mqtt": {"url": ""}})", "mqtt.url", "must not be empty"},
       {R"({"mqtt": {"url": "http://x"}})", "mqtt.url",
-       R"(expected mqtt://HOST[:PORT] or mqtts://HOST[:PORT], found "http://x")"},
+       R"(expected mqtt://HOST[:PORT], mqtts://HOST[:PORT], ws://HOST[:PORT][/PATH] or wss://HOST[:PORT][/PATH], found "http://x")"},
       {R"({"mqtt": {"url": "mqtt://u:p@h:1883"}})", "mqtt.url",
-       R"(expected mqtt://HOST[:PORT] with no path or credentials (use mqtt.username and mqtt.password_file), found "mqtt://u:p@h:1883")"},
+       R"(expected no credentials in the url (use mqtt.username and mqtt.password_file), found "mqtt://u:p@h:1883")"},
+      {R"({"mqtt": {"url": "mqtt://h:1883/mqtt"}})", "mqtt.url",
+       R"(expected mqtt://HOST[:PORT] with no path, found "mqtt://h:1883/mqtt")"},
+      {R"({"mqtt": {"url": "ws://h/mqtt?x=1"}})", "mqtt.url",
+       R"(the path of "ws://h/mqtt?x=1" has a space, '?' or '#')"},
+      {R"({"mqtt": {"client": "mosquitto"}})", "mqtt.client",
+       R"(expected "native" or "paho", found "mosquitto")"},
+      {R"({"mqtt": {"max_packet_bytes": 100}})", "mqtt.max_packet_bytes",
+       "expected an integer from 65536 to 268435460, found 100"},
       {R"({"mqtt": {"url": "mqtt://h:99999"}})", "mqtt.url",
        R"(in "mqtt://h:99999": port must be a number from 0 to 65535, found "99999")"},
       {R"({"mqtt": {"keepalive_s": 1}})", "mqtt.keepalive_s",
@@ -184,7 +195,7 @@ TEST_CASE("wrong types and values name the key, the expectation and what was fou
       {R"({"mqtt": {"reconnect_min_ms": 5000, "reconnect_max_ms": 1000}})", "mqtt.reconnect_min_ms",
        "must not exceed mqtt.reconnect_max_ms"},
       {R"({"mqtt": {"tls": {"ca_file": "/x"}}})", "mqtt.tls",
-       R"(is set but mqtt.url "mqtt://127.0.0.1:1883" is plain TCP; use mqtts://HOST[:PORT] for TLS)"},
+       R"(is set but mqtt.url "mqtt://127.0.0.1:1883" is not TLS; use mqtts://HOST[:PORT] or wss://HOST[:PORT][/PATH])"},
       {R"({"mqtt": {"url": "mqtts://h", "tls": {"cert_file": "/c"}}})", "mqtt.tls",
        "cert_file and key_file go together; set both or neither"},
       {R"({"mqtt": {"url": "mqtts://h", "tls": {"verify": "yes"}}})", "mqtt.tls.verify",
@@ -280,6 +291,42 @@ TEST_CASE("mqtts URLs, IPv6 hosts and default ports", "[config]") {
       R"({"mqtt": {"url": "mqtts://h:8884", "tls": {"ca_file": "/ca", "cert_file": "/c", "key_file": "/k", "verify": false}}})");
   CHECK(c.mqtt.tls.ca_file == "/ca");
   CHECK_FALSE(c.mqtt.tls.verify);
+}
+
+TEST_CASE("MQTT over WebSocket URLs: ports, the default path /mqtt, TLS with wss", "[config]") {
+  auto c = good(R"({"mqtt": {"url": "ws://broker.example"}})");
+  CHECK(c.mqtt.websocket);
+  CHECK_FALSE(c.mqtt.tls.enabled);
+  CHECK(c.mqtt.host == "broker.example");
+  CHECK(c.mqtt.port == 80);
+  CHECK(c.mqtt.ws_path == "/mqtt");
+  c = good(R"({"mqtt": {"url": "wss://broker.example:8884/ws/mqtt", "tls": {"ca_file": "/ca"}}})");
+  CHECK(c.mqtt.websocket);
+  CHECK(c.mqtt.tls.enabled);
+  CHECK(c.mqtt.port == 8884);
+  CHECK(c.mqtt.ws_path == "/ws/mqtt");
+  c = good(R"({"mqtt": {"url": "wss://[::1]/"}})");
+  CHECK(c.mqtt.host == "::1");
+  CHECK(c.mqtt.port == 443);
+  CHECK(c.mqtt.ws_path == "/");
+  c = good(R"({"mqtt": {"url": "mqtt://h/"}})");
+  CHECK_FALSE(c.mqtt.websocket);
+  CHECK(c.mqtt.port == 1883);
+}
+
+TEST_CASE("mqtt.client chooses the MQTT engine, and MCPMQTT_MQTT_CLIENT overrides it", "[config]") {
+  CHECK(good(R"({"mqtt": {"client": "paho"}})").mqtt.client == MqttClient::paho);
+  CHECK(good(R"({"mqtt": {"client": "native"}})").mqtt.client == MqttClient::native);
+  {
+    EnvGuard env(std::map<std::string, std::string>{{"MCPMQTT_MQTT_CLIENT", "paho"}});
+    CHECK(good(R"({"mqtt": {"client": "native"}})").mqtt.client == MqttClient::paho);
+  }
+  {
+    EnvGuard env(std::map<std::string, std::string>{{"MCPMQTT_MQTT_CLIENT", "libmosquitto"}});
+    auto p = only_problem("{}");
+    CHECK(p.path == "MCPMQTT_MQTT_CLIENT");
+    CHECK(p.message == R"(expected "native" or "paho", found "libmosquitto")");
+  }
 }
 
 TEST_CASE("secrets come from files and the environment", "[config]") {

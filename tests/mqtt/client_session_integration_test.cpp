@@ -270,7 +270,7 @@ TEST_CASE("an unreachable broker and a lost broker end the session with a clear 
     auto closed = events.closes.pop(15s);
     REQUIRE(closed);
     INFO(*closed);
-    CHECK(closed->rfind("peer gone: cannot connect to tcp://127.0.0.1:", 0) == 0);
+    CHECK(closed->rfind("peer gone: cannot connect to mqtt://127.0.0.1:", 0) == 0);
   }
   {
     Mosquitto broker;

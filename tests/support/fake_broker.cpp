@@ -1,5 +1,6 @@
 #include "tests/support/fake_broker.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <arpa/inet.h>
@@ -10,32 +11,7 @@
 
 namespace mcpmqtt::test {
 
-namespace {
-
-// Reads exactly n bytes; false on EOF/error or when the broker stops.
-bool read_exact(int fd, std::string& out, std::size_t n, const std::atomic<bool>& stopping) {
-  out.clear();
-  while (out.size() < n) {
-    pollfd p{fd, POLLIN, 0};
-    const int r = ::poll(&p, 1, 100);
-    if (stopping) return false;
-    if (r <= 0) continue;
-    char buf[4096];
-    const auto got = ::read(fd, buf, std::min(sizeof buf, n - out.size()));
-    if (got <= 0) return false;
-    out.append(buf, static_cast<std::size_t>(got));
-  }
-  return true;
-}
-
-void write_all(int fd, const std::string& data) {
-  std::size_t off = 0;
-  while (off < data.size()) {
-    const auto n = ::write(fd, data.data() + off, data.size() - off);
-    if (n <= 0) return;
-    off += static_cast<std::size_t>(n);
-  }
-}
+namespace wire {
 
 std::string varint(std::size_t v) {
   std::string out;
@@ -58,6 +34,26 @@ std::string utf8(const std::string& s) {
 
 std::string packet(unsigned char type_flags, const std::string& body) {
   return std::string(1, static_cast<char>(type_flags)) + varint(body.size()) + body;
+}
+
+}  // namespace wire
+
+namespace {
+
+using wire::packet;
+using wire::u16;
+using wire::utf8;
+using wire::varint;
+
+// Writes all of `data`; false when the connection failed. (No SIGPIPE: the client may be gone.)
+bool write_all(int fd, const std::string& data) {
+  std::size_t off = 0;
+  while (off < data.size()) {
+    const auto n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    off += static_cast<std::size_t>(n);
+  }
+  return true;
 }
 
 // A cursor over a packet body.
@@ -100,8 +96,9 @@ struct Reader {
     pos += n;
     return out;
   }
-  // MQTT 5.0 §2.2.2: properties; records session expiry and user properties, skips the rest.
-  void properties(UserProperties& user, std::optional<std::uint32_t>* session_expiry = nullptr) {
+  // MQTT 5.0 §2.2.2: properties; records user properties and (for CONNECT) the session expiry
+  // and the limits, skips the rest.
+  void properties(UserProperties& user, ConnectPacket* connect = nullptr) {
     const std::size_t len = var();
     const std::size_t end = pos + len;
     while (ok && pos < end) {
@@ -115,7 +112,18 @@ struct Reader {
         }
         case 0x11: {
           auto v = u32v();
-          if (session_expiry) *session_expiry = v;
+          if (connect) connect->session_expiry = v;
+          break;
+        }
+        case 0x27: {
+          auto v = u32v();
+          if (connect) connect->maximum_packet_size = v;
+          break;
+        }
+        case 0x21:
+        case 0x22: {
+          auto v = u16v();
+          if (connect) (id == 0x21 ? connect->receive_maximum : connect->topic_alias_maximum) = v;
           break;
         }
         case 0x01:
@@ -129,14 +137,11 @@ struct Reader {
           byte();
           break;
         case 0x13:
-        case 0x21:
-        case 0x22:
         case 0x23:
           u16v();
           break;
         case 0x02:
         case 0x18:
-        case 0x27:
           u32v();
           break;
         case 0x0B:
@@ -181,6 +186,40 @@ FakeBroker::FakeBroker(ConnackProperties connack) : connack_(std::move(connack))
   acceptor_ = std::thread([this] { accept_loop(); });
 }
 
+// Reads exactly n bytes; false on EOF/error or when the broker stops. While silent it reads
+// nothing (what the client sends waits in the socket).
+bool FakeBroker::read_exact(int fd, std::string& out, std::size_t n) {
+  out.clear();
+  while (out.size() < n) {
+    if (stopping_) return false;
+    if (silent_) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
+    pollfd p{fd, POLLIN, 0};
+    const int r = ::poll(&p, 1, 100);
+    if (stopping_) return false;
+    if (r <= 0 || silent_) continue;
+    char buf[4096];
+    const auto got = ::read(fd, buf, std::min(sizeof buf, n - out.size()));
+    if (got <= 0) return false;
+    out.append(buf, static_cast<std::size_t>(got));
+  }
+  return true;
+}
+
+void FakeBroker::send(int fd, const std::string& data) {
+  std::lock_guard lock(write_mu_);
+  write_all(fd, data);
+}
+
+bool FakeBroker::inject(int connection, const std::string& bytes) {
+  std::lock_guard lock(write_mu_);
+  if (connection < 0 || static_cast<std::size_t>(connection) >= fds_.size()) return false;
+  const int fd = fds_[static_cast<std::size_t>(connection)];
+  return fd >= 0 && write_all(fd, bytes);
+}
+
 FakeBroker::~FakeBroker() {
   stopping_ = true;
   acceptor_.join();
@@ -197,9 +236,24 @@ void FakeBroker::accept_loop() {
     const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
     const int connection = n++;
+    {
+      std::lock_guard lock(write_mu_);
+      fds_.push_back(fd);
+    }
     workers_.emplace_back([this, fd, connection] {
       serve(fd, connection);
-      ::close(fd);
+      {
+        std::lock_guard lock(write_mu_);
+        fds_[static_cast<std::size_t>(connection)] = -1;
+        ::close(fd);
+      }
+      if (!stopping_) {
+        {
+          std::lock_guard lock(mu_);
+          closed_.push_back(connection);
+        }
+        cv_.notify_all();
+      }
     });
   }
 }
@@ -208,18 +262,18 @@ void FakeBroker::serve(int fd, int connection) {
   std::string client_id;
   std::string head, body;
   for (;;) {
-    if (!read_exact(fd, head, 1, stopping_)) return;
+    if (!read_exact(fd, head, 1)) return;
     const auto type_flags = static_cast<unsigned char>(head[0]);
     std::size_t len = 0, mul = 1;
     for (int i = 0; i < 4; ++i) {
       std::string b;
-      if (!read_exact(fd, b, 1, stopping_)) return;
+      if (!read_exact(fd, b, 1)) return;
       const auto c = static_cast<unsigned char>(b[0]);
       len += (c & 0x7F) * mul;
       if (!(c & 0x80)) break;
       mul *= 128;
     }
-    if (!read_exact(fd, body, len, stopping_)) return;
+    if (!read_exact(fd, body, len)) return;
     Reader r{body};
     switch (type_flags >> 4) {
       case 1: {  // CONNECT
@@ -229,7 +283,7 @@ void FakeBroker::serve(int fd, int connection) {
         const unsigned flags = r.byte();
         c.keep_alive = static_cast<int>(r.u16v());
         c.clean_start = flags & 0x02;
-        r.properties(c.user_properties, &c.session_expiry);
+        r.properties(c.user_properties, &c);
         c.client_id = r.str();
         if (flags & 0x04) {
           c.will = true;
@@ -246,7 +300,7 @@ void FakeBroker::serve(int fd, int connection) {
         std::string p;
         for (const auto& [k, v] : props)
           p += std::string(1, '\x26') + utf8(k) + utf8(v);
-        write_all(fd, packet(0x20, std::string{0, 0} + varint(p.size()) + p));
+        send(fd, packet(0x20, std::string{0, 0} + varint(p.size()) + p));
         {
           std::lock_guard lock(mu_);
           connects_.push_back(std::move(c));
@@ -264,7 +318,7 @@ void FakeBroker::serve(int fd, int connection) {
         if (p.qos > 0) id = r.u16v();
         r.properties(p.user_properties);
         p.payload = body.substr(r.pos);
-        if (p.qos == 1) write_all(fd, packet(0x40, u16(id)));
+        if (p.qos == 1) send(fd, packet(0x40, u16(id)));
         {
           std::lock_guard lock(mu_);
           publishes_.push_back(std::move(p));
@@ -287,7 +341,7 @@ void FakeBroker::serve(int fd, int connection) {
           // The granted QoS, or 0x87 Not authorized.
           codes.push_back(static_cast<char>(refuse ? 0x87 : opts & 0x03));
         }
-        write_all(fd, packet(0x90, u16(id) + std::string(1, '\0') + codes));
+        send(fd, packet(0x90, u16(id) + std::string(1, '\0') + codes));
         {
           std::lock_guard lock(mu_);
           subscribes_.push_back(std::move(s));
@@ -309,15 +363,45 @@ void FakeBroker::serve(int fd, int connection) {
           std::lock_guard lock(mu_);
           unsubscribes_.push_back(std::move(filters));
         }
-        write_all(fd, packet(0xB0, u16(id) + std::string(1, '\0') + codes));
+        send(fd, packet(0xB0, u16(id) + std::string(1, '\0') + codes));
         cv_.notify_all();
         break;
       }
-      case 12:
-        write_all(fd, packet(0xD0, ""));
-        break;  // PINGREQ
-      case 14:
-        return;  // DISCONNECT
+      case 4:    // PUBACK
+      case 5:    // PUBREC
+      case 6:    // PUBREL
+      case 7: {  // PUBCOMP
+        AckPacket a;
+        a.type = static_cast<int>(type_flags >> 4);
+        a.packet_id = r.u16v();
+        if (r.more()) a.reason_code = static_cast<int>(r.byte());
+        {
+          std::lock_guard lock(mu_);
+          acks_.push_back(a);
+        }
+        cv_.notify_all();
+        break;
+      }
+      case 12: {  // PINGREQ
+        send(fd, packet(0xD0, ""));
+        {
+          std::lock_guard lock(mu_);
+          ++pings_;
+        }
+        cv_.notify_all();
+        break;
+      }
+      case 14: {  // DISCONNECT: its reason code, then the client closes
+        DisconnectPacket d;
+        d.connection = connection;
+        if (!body.empty()) d.reason_code = static_cast<int>(r.byte());
+        {
+          std::lock_guard lock(mu_);
+          disconnects_.push_back(d);
+        }
+        cv_.notify_all();
+        break;
+      }
       default:
         break;
     }
@@ -344,6 +428,27 @@ std::optional<SubscribePacket> FakeBroker::subscribe(std::size_t n,
 std::optional<PublishPacket> FakeBroker::publish(std::size_t n, std::chrono::milliseconds timeout) {
   return wait_nth(mu_, cv_, publishes_, n, timeout);
 }
+std::optional<DisconnectPacket> FakeBroker::disconnect(std::size_t n,
+                                                       std::chrono::milliseconds timeout) {
+  return wait_nth(mu_, cv_, disconnects_, n, timeout);
+}
+
+std::optional<AckPacket> FakeBroker::ack(std::size_t n, std::chrono::milliseconds timeout) {
+  return wait_nth(mu_, cv_, acks_, n, timeout);
+}
+
+bool FakeBroker::wait_pings(std::size_t n, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, timeout, [&] { return pings_ >= n; });
+}
+
+bool FakeBroker::wait_closed(int connection, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, timeout, [&] {
+    return std::find(closed_.begin(), closed_.end(), connection) != closed_.end();
+  });
+}
+
 std::vector<std::vector<std::string>> FakeBroker::unsubscribe_packets() const {
   std::lock_guard lock(mu_);
   return unsubscribes_;

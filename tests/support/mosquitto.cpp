@@ -53,6 +53,11 @@ Mosquitto::Mosquitto(Options options) : options_(std::move(options)) {
   // Another process may take a port between our probe and the broker's bind: try a few.
   for (int attempt = 0; attempt < 5; ++attempt) {
     port_ = free_loopback_port();
+    if (options_.websockets) {
+      do
+        ws_port_ = free_loopback_port();
+      while (ws_port_ == port_);
+    }
     try {
       start();
       return;
@@ -64,30 +69,33 @@ Mosquitto::Mosquitto(Options options) : options_(std::move(options)) {
 
 Mosquitto::~Mosquitto() {
   kill();
-  release_port();
+  release_ports();
 }
 
-void Mosquitto::hold_port() {
-  if (held_fd_ >= 0) return;
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return;
-  // SO_REUSEADDR, as Mosquitto's listener has it: the port still has the broker's side of its
-  // closed connections in TIME_WAIT. Bound, the port is out of the kernel's choice for port-0
-  // binds and for the ephemeral ports of connects.
-  const int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in addr = loopback(port_);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return;
+void Mosquitto::hold_ports() {
+  if (!held_fds_.empty()) return;
+  for (const std::uint16_t port : {port_, ws_port_}) {
+    if (port == 0) continue;
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    // SO_REUSEADDR, as Mosquitto's listener has it: the port still has the broker's side of its
+    // closed connections in TIME_WAIT. Bound, the port is out of the kernel's choice for port-0
+    // binds and for the ephemeral ports of connects.
+    const int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in addr = loopback(port);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      ::close(fd);
+      continue;
+    }
+    held_fds_.push_back(fd);
   }
-  held_fd_ = fd;
 }
 
-void Mosquitto::release_port() {
-  if (held_fd_ < 0) return;
-  ::close(held_fd_);
-  held_fd_ = -1;
+void Mosquitto::release_ports() {
+  for (const int fd : held_fds_)
+    ::close(fd);
+  held_fds_.clear();
 }
 
 std::string Mosquitto::url() const {
@@ -95,12 +103,26 @@ std::string Mosquitto::url() const {
          "://127.0.0.1:" + std::to_string(port_);
 }
 
+std::string Mosquitto::ws_url() const {
+  if (!options_.websockets) throw std::logic_error("Mosquitto::ws_url: no WebSocket listener");
+  return std::string(options_.tls_cert_file.empty() ? "ws" : "wss") +
+         "://127.0.0.1:" + std::to_string(ws_port_);
+}
+
 void Mosquitto::start() {
+  // Per listener: the TLS files (listener options follow their `listener` line).
+  std::string tls;
+  if (!options_.tls_cert_file.empty()) {
+    tls += "certfile " + options_.tls_cert_file + "\n";
+    tls += "keyfile " + options_.tls_key_file + "\n";
+    if (!options_.tls_ca_file.empty()) tls += "cafile " + options_.tls_ca_file + "\n";
+  }
   std::string conf;
   conf += "per_listener_settings false\n";
   conf += "persistence false\n";
-  // Like the bridge, the broker must not let Nagle hold small messages (mqtt/tcp_nodelay.hpp).
-  conf += "set_tcp_nodelay true\n";
+  // Mosquitto leaves Nagle on by default, and so do the brokers users run: only benchmarks that
+  // compare latencies turn it off.
+  if (options_.tuned) conf += "set_tcp_nodelay true\n";
   conf += "log_dest stderr\n";
   conf += "log_type error\nlog_type warning\nlog_type notice\nlog_type information\n";
   conf += "connection_messages true\n";
@@ -108,10 +130,11 @@ void Mosquitto::start() {
   // test's private temp dir (its password file): stay the user the test runs as.
   if (const passwd* pw = ::getpwuid(::geteuid())) conf += std::string("user ") + pw->pw_name + "\n";
   conf += "listener " + std::to_string(port_) + " 127.0.0.1\n";
-  if (!options_.tls_cert_file.empty()) {
-    conf += "certfile " + options_.tls_cert_file + "\n";
-    conf += "keyfile " + options_.tls_key_file + "\n";
-    if (!options_.tls_ca_file.empty()) conf += "cafile " + options_.tls_ca_file + "\n";
+  conf += tls;
+  if (options_.websockets) {
+    conf += "listener " + std::to_string(ws_port_) + " 127.0.0.1\n";
+    conf += "protocol websockets\n";
+    conf += tls;
   }
   if (!options_.username.empty()) {
     const std::string pw = dir_.write("passwd", options_.username + ":" + options_.password + "\n");
@@ -136,9 +159,13 @@ void Mosquitto::start() {
       throw std::runtime_error("mosquitto exited at start on port " + std::to_string(port_) +
                                ":\n" + log());
     }
-    if (wait_for_port(port_, std::chrono::milliseconds(50))) return;
+    if (wait_for_port(port_, std::chrono::milliseconds(50)) &&
+        (ws_port_ == 0 || wait_for_port(ws_port_, std::chrono::milliseconds(50)))) {
+      return;
+    }
   }
-  throw std::runtime_error("mosquitto did not listen on port " + std::to_string(port_) + ":\n" +
+  throw std::runtime_error("mosquitto did not listen on port " + std::to_string(port_) +
+                           (ws_port_ ? " and " + std::to_string(ws_port_) : std::string()) + ":\n" +
                            log());
 }
 
@@ -152,7 +179,7 @@ void Mosquitto::stop() {
   if (!proc_->wait_for(std::chrono::seconds(10))) proc_->signal_group(SIGKILL);
   proc_->wait_for(std::chrono::seconds(5));
   proc_.reset();
-  hold_port();
+  hold_ports();
 }
 
 void Mosquitto::kill() {
@@ -160,12 +187,12 @@ void Mosquitto::kill() {
   proc_->signal_group(SIGKILL);
   proc_->wait_for(std::chrono::seconds(5));
   proc_.reset();
-  hold_port();
+  hold_ports();
 }
 
 void Mosquitto::restart() {
   stop();
-  release_port();
+  release_ports();
   // The port was ours a moment ago; mosquitto sets SO_REUSEADDR, so binding again works.
   for (int attempt = 0;; ++attempt) {
     try {

@@ -1,6 +1,7 @@
-// A real Mosquitto broker for one test: a free loopback port, its own configuration and log in a
-// temporary directory, stopped (and its port released) when the object goes away. Supports a
-// restart on the same port, for reconnect tests, and TLS / password listeners.
+// A real Mosquitto broker for one test, configured as it ships (no tuning) unless asked: a free
+// loopback port, its own configuration and log in a temporary directory, stopped (and its ports
+// released) when the object goes away. Supports a restart on the same ports, for reconnect tests,
+// TLS / password listeners, and a second listener for MQTT over WebSocket.
 //
 // Not thread-safe; owned by one test.
 #pragma once
@@ -9,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -31,8 +33,15 @@ class Mosquitto {
     // Credentials required when set (username:password written to a password file).
     std::string username;
     std::string password;
-    // Extra lines appended to the generated mosquitto.conf.
+    // Extra lines appended to the generated mosquitto.conf (after the listeners: global
+    // options such as max_inflight_messages or max_packet_size).
     std::string extra_config;
+    // set_tcp_nodelay true: for benchmarks that compare against a broker tuned for latency.
+    // Tests run the broker as users do, with Nagle on.
+    bool tuned = false;
+    // A second listener on another free loopback port with `protocol websockets` (MQTT 5.0 §6),
+    // with the same TLS files as the first when those are set: see ws_url().
+    bool websockets = false;
   };
 
   Mosquitto() : Mosquitto(Options{}) {}
@@ -43,28 +52,33 @@ class Mosquitto {
   pid_t pid() const { return proc_ ? proc_->pid() : -1; }
   // mqtt://127.0.0.1:PORT, or mqtts:// for a TLS listener.
   std::string url() const;
+  // The WebSocket listener (Options::websockets): its port, and ws://127.0.0.1:PORT (wss:// with
+  // TLS). Mosquitto answers the upgrade on any path.
+  std::uint16_t ws_port() const { return ws_port_; }
+  std::string ws_url() const;
   bool running();
 
-  // While the broker is down its port stays bound by a socket of ours that does not listen:
+  // While the broker is down its ports stay bound by a socket of ours that does not listen:
   // clients are refused as by a dead broker, but the kernel hands the port to no one else
   // before restart() — not to free_loopback_port() in a parallel test (whose broker would then
   // answer for this one) and not as the ephemeral port of a client dialling it (which would
   // connect to itself).
   void stop();     // graceful (SIGTERM), waits for exit
   void kill();     // SIGKILL, waits for exit
-  void restart();  // start again on the same port
+  void restart();  // start again on the same ports
 
   // The broker's log so far (for failure messages).
   std::string log() const;
 
  private:
   void start();
-  void hold_port();
-  void release_port();
+  void hold_ports();
+  void release_ports();
   Options options_;
-  int held_fd_ = -1;
+  std::vector<int> held_fds_;
   TempDir dir_;
   std::uint16_t port_ = 0;
+  std::uint16_t ws_port_ = 0;
   std::unique_ptr<Process> proc_;
 };
 
