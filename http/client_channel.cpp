@@ -1077,26 +1077,36 @@ void UpstreamChannelImpl::teardown(bool send_delete) {
 
 void UpstreamChannelImpl::do_delete() {
   auto conn = std::make_shared<ClientConnection>(executor_, spec_.url, tls_, spec_.tls_verify);
+  // The connection keeps each completion until it runs, and its pending operations keep it:
+  // the completions hold it weakly, or one still waiting when the event loop stops (the daemon
+  // exiting) would hold the connection that holds it, and neither would ever be freed.
+  std::weak_ptr<ClientConnection> weak = conn;
   auto timer = std::make_shared<net::steady_timer>(executor_, spec_.delete_timeout);
-  timer->async_wait([conn](const boost::system::error_code& ec) {
-    if (!ec) conn->close();  // best effort, bounded
+  timer->async_wait([weak](const boost::system::error_code& ec) {
+    if (auto c = weak.lock(); c && !ec) c->close();  // best effort, bounded
   });
   auto request = build_delete(context());
   const auto timeout = spec_.delete_timeout;
   auto self = shared_from_this();
-  auto report = [self, conn, timer](const std::string& what) {
+  auto report = [self, weak, timer](const std::string& what) {
     timer->cancel();
-    conn->close();
+    if (auto c = weak.lock()) c->close();
     self->log_->debug("{} DELETE: {}", self->label_, what);
   };
-  conn->async_connect(timeout, [conn, request, timeout, report](const auto& f) mutable {
+  conn->async_connect(timeout, [weak, request, timeout, report](const auto& f) mutable {
+    auto c1 = weak.lock();
+    if (!c1) return;
     if (f) return report(f->cause);
-    conn->async_write(std::move(request), timeout, [conn, timeout, report](const auto& fw) {
+    c1->async_write(std::move(request), timeout, [weak, timeout, report](const auto& fw) {
+      auto c2 = weak.lock();
+      if (!c2) return;
       if (fw) return report(fw->cause);
-      conn->async_read_header(timeout, [conn, report](const auto& fr) {
+      c2->async_read_header(timeout, [weak, report](const auto& fr) {
+        auto c3 = weak.lock();
+        if (!c3) return;
         if (fr) return report(fr->cause);
         // 405: the server does not let clients end sessions; that is allowed.
-        report("HTTP " + std::to_string(conn->header().result_int()));
+        report("HTTP " + std::to_string(c3->header().result_int()));
       });
     });
   });

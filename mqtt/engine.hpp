@@ -16,7 +16,8 @@
 // - when the connection is lost, on_lost runs first, then every pending completion with
 //   ok=false;
 // - destroying the engine with operations pending is safe: their completions never run, and the
-//   broker connection is closed (without DISCONNECT: the broker sends the will).
+//   broker connection is closed (without DISCONNECT: the broker sends the will; the Paho engine
+//   cannot keep this part, see ~PahoEngine).
 //
 // Not thread-safe: one strand.
 #pragma once

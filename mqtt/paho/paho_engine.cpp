@@ -244,6 +244,10 @@ class PahoEngine final : public Engine {
   }
   ~PahoEngine() override {
     core_->wake_timer.cancel();
+    // Unlike the contract (engine.hpp), the broker may discard the will: MQTTAsync_destroy of a
+    // connected client sends DISCONNECT 0x00 when its socket takes it, and Paho C++ 1.2 cannot
+    // ask for 0x04 (Disconnect with Will Message) instead: its disconnect options reach Paho C
+    // as version 0, which ignores the reason code.
     auto client = std::move(core_->client);
     core_->gate.reset();
     if (!client) return;

@@ -337,5 +337,5 @@ TEST_CASE(
   auto stopping = manager.wait_for("STOPPING", "1", 10s);
   REQUIRE(stopping);
   CHECK(stopping->sender_pid == bridge.pid());
-  CHECK(bridge.terminate() == 0);
+  CHECK(bridge.wait_exit() == 0);
 }

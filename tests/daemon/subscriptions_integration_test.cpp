@@ -347,5 +347,5 @@ TEST_CASE(
   auto last = read();
   CHECK(last.id() == Id::integer(300));
   CHECK(last.kind() == jsonrpc::Kind::result);
-  CHECK(host.terminate() == 0);
+  CHECK(host.wait_exit() == 0);
 }

@@ -1,6 +1,7 @@
 // The Streamable HTTP client against a scripted server on loopback: what an MQTT client of the
 // HTTP egress would receive, and what the upstream server sees (002 §Streamable HTTP).
 #include <algorithm>
+#include <future>
 #include <sstream>
 
 #include <catch2/catch.hpp>
@@ -9,6 +10,7 @@
 #include "bridge/log.hpp"
 #include "tests/http/client_fake_server.hpp"
 #include "tests/http/client_harness.hpp"
+#include "tests/support/sockets.hpp"
 
 using namespace mcpmqtt;
 using namespace std::chrono_literals;
@@ -416,4 +418,30 @@ TEST_CASE("HTTP client: a kept-alive connection the server closed is retried on 
   CHECK(m.id() == jsonrpc::Id::integer(3));
   CHECK(srv.count(test::fake::post_with(R"("id":3)")) == 1);
   CHECK(srv.connections() == 2);
+}
+
+// Small JSON-RPC messages must not wait for Nagle's algorithm and the server's delayed ACK: the
+// client sets TCP_NODELAY on its own sockets (issue 18: before, only an interposed connect(2)
+// meant for Paho gave it to them).
+TEST_CASE("HTTP client: its connections to the upstream have TCP_NODELAY set",
+          "[integration][http][client]") {
+  // The server holds the tools/call's connection open until the test has looked at it.
+  auto release = std::make_shared<std::promise<void>>();
+  std::shared_future<void> released = release->get_future().share();
+  test::fake::Script script;
+  script.request = [released](Conn& c, const Request&, const jsonrpc::Message& m) {
+    if (m.method() == "tools/call") released.wait_for(10s);
+    c.json(test::fake::result_json(m.id(), "{}"));
+  };
+  test::fake::Server srv(test::fake::mcp(script));
+  ClientHarness c(test_spec(srv.url()));
+  initialize(c);
+  c.send(request(2, "tools/call", R"({"name":"echo"})"));
+  REQUIRE(srv.wait_for(test::fake::post_with("\"tools/call\"")));
+  const auto sockets = test::nodelay_of_sockets_to(srv.port());
+  release->set_value();
+  REQUIRE_FALSE(sockets.empty());
+  for (int v : sockets)
+    CHECK(v == 1);
+  CHECK(c.next().id() == jsonrpc::Id::integer(2));
 }

@@ -47,6 +47,10 @@ bool BridgeProcess::wait_for_log(const std::string& needle, std::chrono::millise
 
 std::optional<int> BridgeProcess::terminate(std::chrono::milliseconds timeout) {
   proc_->signal(SIGTERM);
+  return wait_exit(timeout);
+}
+
+std::optional<int> BridgeProcess::wait_exit(std::chrono::milliseconds timeout) {
   if (!proc_->wait_for(timeout)) return std::nullopt;
   return proc_->exit_code();
 }

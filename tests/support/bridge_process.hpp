@@ -29,6 +29,9 @@ class BridgeProcess {
                     std::chrono::milliseconds timeout = std::chrono::seconds(20));
   // SIGTERM, then the exit code (nullopt if it did not exit in time).
   std::optional<int> terminate(std::chrono::milliseconds timeout = std::chrono::seconds(20));
+  // The exit code once it exits without another signal (nullopt if it did not exit in time):
+  // after a SIGTERM of the test's own, whose graceful end a second one would cut short.
+  std::optional<int> wait_exit(std::chrono::milliseconds timeout = std::chrono::seconds(20));
   const std::string& dir() const { return dir_.path(); }
 
  private:
