@@ -59,7 +59,8 @@ Done all_of(std::size_t n, Done done) {
   };
 }
 
-EngineConnect engine_params(const ConnectionOptions& o) {
+// `publish_properties`: what every PUBLISH carries (004 §User Property), the will included.
+EngineConnect engine_params(const ConnectionOptions& o, const UserProperties& publish_properties) {
   const auto& b = o.broker;
   EngineConnect p;
   using T = EngineConnect::Transport;
@@ -90,8 +91,7 @@ EngineConnect engine_params(const ConnectionOptions& o) {
     w.payload = o.will->payload;
     w.qos = b.qos;
     w.retain = o.will->retained;
-    w.user_properties = {{"MCP-COMPONENT-TYPE", component_type(o.role)},
-                         {"MCP-MQTT-CLIENT-ID", o.client_id}};
+    w.user_properties = publish_properties;
     p.will = std::move(w);
   }
   return p;
@@ -150,6 +150,8 @@ Connection::Connection(boost::asio::any_io_executor strand, ConnectionOptions op
   publish_properties_ = std::make_shared<const UserProperties>(
       UserProperties{{"MCP-COMPONENT-TYPE", component_type(options_.role)},
                      {"MCP-MQTT-CLIENT-ID", options_.client_id}});
+  for (const auto& p : *publish_properties_)
+    publish_properties_bytes_ += 1 + 2 + p.key.size() + 2 + p.value.size();  // §2.2.2.2
 }
 
 Connection::~Connection() {
@@ -203,7 +205,7 @@ void Connection::on_message(const ReceivedMessage& m) {
 void Connection::do_connect() {
   state_ = State::connecting;
   std::weak_ptr<Connection> weak = weak_from_this();
-  engine_->connect(engine_params(options_), [weak](const ConnectOutcome& r) {
+  engine_->connect(engine_params(options_, *publish_properties_), [weak](const ConnectOutcome& r) {
     if (auto self = weak.lock()) self->on_connect_result(r);
   });
 }
@@ -459,15 +461,10 @@ void Connection::drain_window() {
 
 std::size_t Connection::publish_packet_size(const std::string& topic, std::size_t payload) const {
   // MQTT 5.0 §3.3: fixed header, topic, packet identifier (QoS > 0), properties, payload.
-  auto varint_size = [](std::size_t n) -> std::size_t {
-    return n < 128 ? 1 : n < 16384 ? 2 : n < 2097152 ? 3 : 4;
-  };
-  std::size_t properties = 0;
-  for (const auto& p : *publish_properties_)
-    properties += 1 + 2 + p.key.size() + 2 + p.value.size();
+  const std::size_t properties = publish_properties_bytes_;
   const std::size_t remaining = 2 + topic.size() + (options_.broker.qos > 0 ? 2 : 0) +
-                                varint_size(properties) + properties + payload;
-  return 1 + varint_size(remaining) + remaining;
+                                codec::varint_size(properties) + properties + payload;
+  return 1 + codec::varint_size(remaining) + remaining;
 }
 
 void Connection::send_publish(const std::string& topic, std::shared_ptr<const std::string> payload,

@@ -168,6 +168,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::unique_ptr<Engine> engine_;
   // The MCP user properties of every PUBLISH (004 §User Property), built once.
   std::shared_ptr<const UserProperties> publish_properties_;
+  std::size_t publish_properties_bytes_ = 0;  // their encoded size, for publish_packet_size()
   State state_ = State::idle;
   bool ever_connected_ = false;
   int attempt_ = 0;

@@ -141,6 +141,10 @@ using Result = Expected<T, Error>;
 
 // ---- primitives (§1.5) -------------------------------------------------------------------------
 
+// The bytes a Variable Byte Integer of `value` (at most kMaxVarint) takes.
+constexpr std::size_t varint_size(std::size_t value) {
+  return value < 128 ? 1 : value < 16'384 ? 2 : value < 2'097'152 ? 3 : 4;
+}
 // Appends a Variable Byte Integer; false (nothing appended) when value > kMaxVarint.
 [[nodiscard]] bool put_varint(std::string& out, std::uint32_t value);
 // Reads a Variable Byte Integer at the start of `in`. On success also tells how many bytes it

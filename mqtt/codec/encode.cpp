@@ -12,10 +12,6 @@ namespace {
 
 constexpr std::size_t kMaxString = 65'535;  // §1.5.4, §1.5.6: a two-byte length
 
-constexpr std::size_t varint_size(std::size_t v) {
-  return v < 128 ? 1 : v < 16'384 ? 2 : v < 2'097'152 ? 3 : 4;
-}
-
 // Writes into space already made; the sizes were checked before.
 class Writer {
  public:
