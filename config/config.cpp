@@ -14,7 +14,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
-#include "mqtt/topics.hpp"
+#include "bridge/protocol/topics.hpp"
 
 namespace mcpmqtt::config {
 

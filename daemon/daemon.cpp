@@ -11,12 +11,21 @@
 #include "bridge/log.hpp"
 #include "bridge/metrics.hpp"
 #include "daemon/systemd_notify.hpp"
+#include "directions/options.hpp"
 #include "http/server_backend.hpp"
 #include "http/server_listener.hpp"
 #include "mqtt/client_session.hpp"
 #include "stdio/child_channel.hpp"
 
 namespace mcpmqtt::daemon {
+
+using directions::child_upstream;
+using directions::connect_meta;
+using directions::ExposedServer;
+using directions::http_upstream;
+using directions::Ingress;
+using directions::make_server_id;
+using directions::UpstreamFactory;
 
 namespace {
 auto logger() {
@@ -123,7 +132,7 @@ bool Daemon::start() {
   if (cfg_.http.enabled) {
     directory_ = std::make_shared<bridge::Directory>();
     mqtt::DirectoryObserver::Options o;
-    o.broker = cfg_.mqtt;
+    o.broker = directions::broker_options(cfg_.mqtt);
     o.client_id = mqtt::fresh_client_id(cfg_.mqtt.client_id_prefix + "-directory");
     o.filters = cfg_.ingress.server_name_filters;
     o.connect_meta_json = connect_meta("presence directory of mcp-mqtt-bridge");
@@ -138,7 +147,8 @@ bool Daemon::start() {
     io.connect_meta_json = connect_meta("mcp-mqtt-bridge HTTP ingress session");
     ingress_ = Ingress::create(io, directory_);
     backend_ = std::make_unique<HttpBackend>(*this);
-    http_ = std::make_unique<http::Server>(ioc_, cfg_.http, cfg_.ingress.default_server, *backend_);
+    http_ = std::make_unique<http::Server>(ioc_, directions::http_server_options(cfg_.http),
+                                           cfg_.ingress.default_server, *backend_);
     auto bound = http_->start();
     if (!bound) {
       logger()->error("HTTP ingress: {}", bound.error());

@@ -29,7 +29,6 @@
 
 #include "bridge/channel.hpp"
 #include "bridge/expected.hpp"
-#include "config/config.hpp"
 #include "http/client_url.hpp"
 
 namespace mcpmqtt::http {
@@ -65,14 +64,17 @@ struct UpstreamSpec {
   unsigned max_connect_failures = 5;       // of the GET stream before the server is unreachable
 };
 
-// Builds the spec of a configured Streamable HTTP server (mcpServers entry with "url"). The
-// error names the key: `mcpServers."tools/x".url: unsupported scheme "ftp"; ...`.
-Expected<UpstreamSpec, std::string> make_upstream_spec(const config::ServerEntry& entry);
+// Builds the spec of a Streamable HTTP server named `name` at `url`, sent `headers` on every
+// request. The error names the part at fault: `url: unsupported scheme "ftp"; ...` or
+// `headers: ...` (the caller prefixes where it came from).
+Expected<UpstreamSpec, std::string> make_upstream_spec(
+    const std::string& name, const std::string& url,
+    const std::vector<std::pair<std::string, std::string>>& headers, bool tls_verify);
 
-class UpstreamChannel : public bridge::Channel {
+class ClientChannel : public bridge::Channel {
  public:
-  static std::shared_ptr<UpstreamChannel> create(boost::asio::any_io_executor executor,
-                                                 UpstreamSpec spec);
+  static std::shared_ptr<ClientChannel> create(boost::asio::any_io_executor executor,
+                                               UpstreamSpec spec);
 
   // Mcp-Session-Id from the initialize response; empty before, or when the server has none.
   virtual const std::string& session_id() const = 0;

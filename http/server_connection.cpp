@@ -90,7 +90,7 @@ bool send_on_lent_socket(PushQueue& q, bool last) {
 // pushes while the connection lends its socket (see PushQueue).
 class ConnectionExchange : public Exchange {
  public:
-  ConnectionExchange(std::shared_ptr<Connection> c, std::uint64_t serial,
+  ConnectionExchange(std::shared_ptr<ServerConnection> c, std::uint64_t serial,
                      std::shared_ptr<PushQueue> pushes)
       : c_(std::move(c)), serial_(serial), ex_(c_->executor()), pushes_(std::move(pushes)) {}
 
@@ -147,11 +147,11 @@ class ConnectionExchange : public Exchange {
     if (overflow)
       net::post(ex_, [c = c_, s = serial_, overflow] { c->ex_overflow(s, overflow); });
     else if (kick)
-      net::post(ex_, [c = c_, s = serial_] { c->ex_kick(s); });
+      net::post(ex_, [c = c_, s = serial_] { c->ex_write_pushes(s); });
   }
 
  private:
-  std::shared_ptr<Connection> c_;
+  std::shared_ptr<ServerConnection> c_;
   std::uint64_t serial_;
   net::any_io_executor ex_;
   std::shared_ptr<PushQueue> pushes_;
@@ -175,8 +175,8 @@ const char* kRoutesHint =
 
 }  // namespace
 
-Connection::Connection(net::ip::tcp::socket socket, std::shared_ptr<ServerState> state,
-                       std::uint64_t number)
+ServerConnection::ServerConnection(net::ip::tcp::socket socket, std::shared_ptr<ServerState> state,
+                                   std::uint64_t number)
     : stream_(std::move(socket)),
       state_(std::move(state)),
       number_(number),
@@ -191,21 +191,21 @@ Connection::Connection(net::ip::tcp::socket socket, std::shared_ptr<ServerState>
   stream_.socket().set_option(net::ip::tcp::no_delay(true), ec);
 }
 
-Connection::~Connection() {
+ServerConnection::~ServerConnection() {
   state_->remove_connection(number_);
 }
 
-void Connection::start() {
+void ServerConnection::start() {
   net::post(stream_.get_executor(), [self = shared_from_this()] { self->do_read(); });
 }
 
-void Connection::stop() {
+void ServerConnection::stop() {
   net::post(stream_.get_executor(), [self = shared_from_this()] { self->close(); });
 }
 
 // ---- reading requests --------------------------------------------------------------------------
 
-void Connection::do_read() {
+void ServerConnection::do_read() {
   if (phase_ == Phase::closed) return;
   phase_ = Phase::reading;
   parser_.emplace();
@@ -218,7 +218,7 @@ void Connection::do_read() {
       [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
 }
 
-void Connection::on_header(beast::error_code ec) {
+void ServerConnection::on_header(beast::error_code ec) {
   if (ec) return on_read_error(ec);
   auto& req = parser_->get();
   keep_alive_ = req.keep_alive();
@@ -265,12 +265,12 @@ void Connection::on_header(beast::error_code ec) {
   read_body();
 }
 
-void Connection::on_body(beast::error_code ec) {
+void ServerConnection::on_body(beast::error_code ec) {
   if (ec) return on_read_error(ec);
   on_request();
 }
 
-void Connection::on_read_error(beast::error_code ec) {
+void ServerConnection::on_read_error(beast::error_code ec) {
   if (phase_ == Phase::closed || ec == net::error::operation_aborted) return;
   if (ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message ||
       ec == net::error::eof || ec == net::error::connection_reset ||
@@ -308,7 +308,7 @@ void Connection::on_read_error(beast::error_code ec) {
                  true);
 }
 
-std::optional<Response> Connection::precheck(const Request& req) {
+std::optional<Response> ServerConnection::precheck(const Request& req) {
   using K = Route::Kind;
   const auto method = req.method();
   const bool get_like = method == bhttp::verb::get || method == bhttp::verb::head;
@@ -431,7 +431,7 @@ std::optional<Response> Connection::precheck(const Request& req) {
   return std::nullopt;
 }
 
-void Connection::on_request() {
+void ServerConnection::on_request() {
   stream_.expires_never();
   auto& req = parser_->get();
   static auto& bytes_in = metrics::bytes_counter("http", "in");
@@ -464,13 +464,13 @@ void Connection::on_request() {
   }
 }
 
-void Connection::handle_mcp(Request& req) {
+void ServerConnection::handle_mcp(Request& req) {
   const std::string server =
       route_.server_name.empty() ? state_->default_server : route_.server_name;
   const std::string session_id(req["Mcp-Session-Id"]);
   const std::string version(req["MCP-Protocol-Version"]);
 
-  std::shared_ptr<Session> session;
+  std::shared_ptr<ServerSession> session;
   auto check_session = [&]() -> bool {
     if (session_id.empty()) {
       write_response(error_response(400, jsonrpc::code::connection_closed,
@@ -544,7 +544,7 @@ void Connection::handle_mcp(Request& req) {
           error_response(503, jsonrpc::code::connection_closed,
                          "Service Unavailable: no random source for a session id"),
           false);
-    auto fresh = std::make_shared<Session>(state_, id, server);
+    auto fresh = std::make_shared<ServerSession>(state_, id, server);
     if (!state_->sessions.insert(id, fresh, state_->http.limits.max_sessions)) {
       state_->log->warn(
           "{} initialize refused: {} MCP sessions are open "
@@ -566,7 +566,7 @@ void Connection::handle_mcp(Request& req) {
   session->handle_post(new_exchange(), std::move(*body), version);
 }
 
-std::shared_ptr<Exchange> Connection::new_exchange() {
+std::shared_ptr<Exchange> ServerConnection::new_exchange() {
   ++serial_;
   phase_ = Phase::waiting;
   gone_ = nullptr;
@@ -579,7 +579,7 @@ std::shared_ptr<Exchange> Connection::new_exchange() {
 
 // ---- exchange operations -----------------------------------------------------------------------
 
-void Connection::ex_watch(std::uint64_t serial, std::function<void()> on_gone) {
+void ServerConnection::ex_watch(std::uint64_t serial, std::function<void()> on_gone) {
   if (phase_ == Phase::closed) {
     on_gone();
     return;
@@ -588,7 +588,7 @@ void Connection::ex_watch(std::uint64_t serial, std::function<void()> on_gone) {
     gone_ = std::move(on_gone);
 }
 
-void Connection::ex_reply(std::uint64_t serial, Response response) {
+void ServerConnection::ex_reply(std::uint64_t serial, Response response) {
   if (serial != serial_ || phase_ != Phase::waiting) {
     if (phase_ == Phase::closed && !response.body().empty())
       state_->log->warn(
@@ -601,7 +601,7 @@ void Connection::ex_reply(std::uint64_t serial, Response response) {
   write_response(std::move(response), false);
 }
 
-void Connection::ex_open(std::uint64_t serial, Response head) {
+void ServerConnection::ex_open(std::uint64_t serial, Response head) {
   if (serial != serial_ || phase_ != Phase::waiting) return;
   phase_ = Phase::streaming;
   // Events are first tried with a non-blocking send (see pump); async operations are not
@@ -627,12 +627,12 @@ void Connection::ex_open(std::uint64_t serial, Response head) {
   pump();
 }
 
-void Connection::ex_kick(std::uint64_t serial) {
+void ServerConnection::ex_write_pushes(std::uint64_t serial) {
   if (serial != serial_ || phase_ != Phase::streaming) return;
   pump();
 }
 
-void Connection::ex_overflow(std::uint64_t serial, std::size_t queued) {
+void ServerConnection::ex_overflow(std::uint64_t serial, std::size_t queued) {
   if (serial != serial_ || phase_ != Phase::streaming) return;
   ++state_->slow_streams_closed;
   state_->log->warn(
@@ -643,13 +643,13 @@ void Connection::ex_overflow(std::uint64_t serial, std::size_t queued) {
   close();
 }
 
-void Connection::ex_end(std::uint64_t serial) {
+void ServerConnection::ex_end(std::uint64_t serial) {
   if (serial != serial_ || phase_ != Phase::streaming) return;
   ending_ = true;
   pump();
 }
 
-void Connection::ex_abort(std::uint64_t serial) {
+void ServerConnection::ex_abort(std::uint64_t serial) {
   if (serial != serial_ || phase_ == Phase::closed) return;
   gone_ = nullptr;
   close();
@@ -657,14 +657,15 @@ void Connection::ex_abort(std::uint64_t serial) {
 
 // ---- writing -----------------------------------------------------------------------------------
 
-Response Connection::error_response(unsigned status, int code, const std::string& message) const {
+Response ServerConnection::error_response(unsigned status, int code,
+                                          const std::string& message) const {
   Response res{static_cast<bhttp::status>(status), 11};
   res.set(bhttp::field::content_type, "application/json");
   res.body() = error_body(code, message);
   return res;
 }
 
-void Connection::finish_response(Response& res, bool streaming) {
+void ServerConnection::finish_response(Response& res, bool streaming) {
   res.version(11);
   res.keep_alive(keep_alive_);
   if (!cors_origin_.empty()) {
@@ -684,7 +685,7 @@ void Connection::finish_response(Response& res, bool streaming) {
   }
 }
 
-void Connection::write_response(Response res, bool close_after) {
+void ServerConnection::write_response(Response res, bool close_after) {
   if (phase_ == Phase::closed) return;
   if (close_after) keep_alive_ = false;
   finish_response(res, false);
@@ -698,14 +699,14 @@ void Connection::write_response(Response res, bool close_after) {
       [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_write(ec); });
 }
 
-void Connection::on_write(beast::error_code ec) {
+void ServerConnection::on_write(beast::error_code ec) {
   write_timer_.cancel();
   response_.reset();
   if (ec) return close();
   next_request();
 }
 
-void Connection::next_request() {
+void ServerConnection::next_request() {
   if (phase_ == Phase::closed) return;
   if (!keep_alive_ || state_->stopping) return linger_close();
   phase_ = Phase::reading;
@@ -719,7 +720,7 @@ void Connection::next_request() {
   do_read();
 }
 
-void Connection::pump() {
+void ServerConnection::pump() {
   if (phase_ != Phase::streaming || writing_) return;
   while (true) {
     // Everything pushed since the last write, in one buffer: the two buffers trade places, so
@@ -821,7 +822,7 @@ void Connection::pump() {
   }
 }
 
-void Connection::on_chunk(beast::error_code ec) {
+void ServerConnection::on_chunk(beast::error_code ec) {
   writing_ = false;
   if (ec) {
     state_->log->debug("{} SSE write failed: {}", label_, ec.message());
@@ -833,13 +834,13 @@ void Connection::on_chunk(beast::error_code ec) {
   pump();
 }
 
-void Connection::after_chunk() {
+void ServerConnection::after_chunk() {
   // A burst (a large result on a stream) does not pin its buffer for the connection's life.
   constexpr std::size_t kKeptCapacity = 64 * 1024;
   if (out_.capacity() > kKeptCapacity) std::string().swap(out_);
 }
 
-void Connection::finish_stream() {
+void ServerConnection::finish_stream() {
   {
     std::lock_guard lock(pushes_->mu);
     pushes_->closed = true;
@@ -858,11 +859,11 @@ void Connection::finish_stream() {
   next_request();
 }
 
-std::chrono::steady_clock::duration Connection::keepalive() const {
+std::chrono::steady_clock::duration ServerConnection::keepalive() const {
   return std::chrono::seconds(state_->http.limits.keepalive_interval_s);
 }
 
-std::chrono::steady_clock::duration Connection::write_limit(std::size_t bytes) const {
+std::chrono::steady_clock::duration ServerConnection::write_limit(std::size_t bytes) const {
   // A write that cannot finish in this time has a client that does not read.
   return std::chrono::seconds(state_->http.limits.request_header_timeout_s) +
          std::chrono::seconds(bytes / 65536);
@@ -872,14 +873,14 @@ std::chrono::steady_clock::duration Connection::write_limit(std::size_t bytes) c
 // (with thousands of streams, timer cancellations per event cost more than the writes). Each
 // tick sends a keep-alive comment after a quiet interval and closes a connection whose write
 // made no progress by its deadline — noticed within one keep-alive interval after it.
-void Connection::arm_stream_tick(std::chrono::steady_clock::time_point at) {
+void ServerConnection::arm_stream_tick(std::chrono::steady_clock::time_point at) {
   keepalive_timer_.expires_at(at);
   keepalive_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
     if (!ec) self->on_stream_tick();
   });
 }
 
-void Connection::on_stream_tick() {
+void ServerConnection::on_stream_tick() {
   if (phase_ != Phase::streaming || ending_) return;
   const auto now = std::chrono::steady_clock::now();
   if (head_pending_) {
@@ -915,7 +916,7 @@ void Connection::on_stream_tick() {
   arm_stream_tick(next);
 }
 
-void Connection::arm_write_timer(std::size_t bytes) {
+void ServerConnection::arm_write_timer(std::size_t bytes) {
   const auto limit = write_limit(bytes);
   write_timer_.expires_after(limit);
   write_timer_.async_wait([self = shared_from_this(), limit](beast::error_code ec) {
@@ -929,7 +930,7 @@ void Connection::arm_write_timer(std::size_t bytes) {
 
 // ---- the read kept open while a session answers ------------------------------------------------
 
-void Connection::start_watch() {
+void ServerConnection::start_watch() {
   if (watching_ || phase_ == Phase::closed) return;
   if (!lingering_ && buffer_.size() >= kPipelineLimit) return;
   watching_ = true;
@@ -938,7 +939,7 @@ void Connection::start_watch() {
       [self = shared_from_this()](beast::error_code ec, std::size_t n) { self->on_watch(ec, n); });
 }
 
-void Connection::on_watch(beast::error_code ec, std::size_t n) {
+void ServerConnection::on_watch(beast::error_code ec, std::size_t n) {
   watching_ = false;
   buffer_.commit(n);
   if (phase_ == Phase::closed) return;
@@ -963,7 +964,7 @@ void Connection::on_watch(beast::error_code ec, std::size_t n) {
 
 // ---- closing -----------------------------------------------------------------------------------
 
-void Connection::stop_pushes(bool release_buffers) {
+void ServerConnection::stop_pushes(bool release_buffers) {
   if (!pushes_) return;
   std::lock_guard lock(pushes_->mu);
   pushes_->closed = true;
@@ -975,7 +976,7 @@ void Connection::stop_pushes(bool release_buffers) {
   }
 }
 
-void Connection::linger_close() {
+void ServerConnection::linger_close() {
   if (phase_ == Phase::closed || lingering_) return;
   lingering_ = true;
   stop_pushes(false);
@@ -988,7 +989,7 @@ void Connection::linger_close() {
   start_watch();
 }
 
-void Connection::close() {
+void ServerConnection::close() {
   if (phase_ == Phase::closed) return;
   phase_ = Phase::closed;
   write_timer_.cancel();

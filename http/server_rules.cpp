@@ -8,7 +8,7 @@
 #include <openssl/rand.h>
 #include <sys/random.h>
 
-#include "mqtt/topics.hpp"
+#include "bridge/protocol/topics.hpp"
 
 namespace mcpmqtt::http {
 

@@ -1,7 +1,7 @@
 #include "mqtt/directory_observer.hpp"
 
 #include "bridge/log.hpp"
-#include "mqtt/topics.hpp"
+#include "bridge/protocol/topics.hpp"
 
 namespace mcpmqtt::mqtt {
 
@@ -31,7 +31,7 @@ void DirectoryObserver::start() {
   o.meta_json = options_.connect_meta_json;
   o.reconnect = true;
   std::weak_ptr<DirectoryObserver> weak = weak_from_this();
-  Connection::Handlers h;
+  BrokerConnection::Handlers h;
   h.on_message = [weak](const Incoming& in) {
     if (auto self = weak.lock()) self->on_message(in);
   };
@@ -47,7 +47,7 @@ void DirectoryObserver::start() {
   h.on_connect_failed = [](const std::string& why, bool retrying) {
     logger()->warn("[directory] {}{}", why, retrying ? "" : "; giving up");
   };
-  conn_ = Connection::create(strand_, std::move(o), std::move(h));
+  conn_ = BrokerConnection::create(strand_, std::move(o), std::move(h));
   directory_->set_filters(options_.filters);
   use_filters(options_.filters);
   conn_->connect();

@@ -4,7 +4,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "bridge/log.hpp"
-#include "mqtt/topics.hpp"
+#include "bridge/protocol/topics.hpp"
 
 namespace mcpmqtt::mqtt {
 
@@ -137,7 +137,7 @@ void ServerEndpoint::open_connection() {
   o.will = Will{topics::server_presence(options_.server_id, options_.server_name), "", true};
   o.reconnect = true;
   std::weak_ptr<ServerEndpoint> weak = weak_from_this();
-  Connection::Handlers h;
+  BrokerConnection::Handlers h;
   h.on_message = [weak](const Incoming& in) {
     if (auto self = weak.lock()) self->on_message(in);
   };
@@ -154,7 +154,7 @@ void ServerEndpoint::open_connection() {
       logger()->warn("{} {}{}", self->describe(), why, retrying ? "" : "; giving up");
     }
   };
-  conn_ = Connection::create(strand_, std::move(o), std::move(h));
+  conn_ = BrokerConnection::create(strand_, std::move(o), std::move(h));
   conn_->subscribe(topics::server_control(options_.server_id, options_.server_name), false);
   conn_->connect();
 }

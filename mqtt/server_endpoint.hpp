@@ -13,7 +13,7 @@
 // - a client's will, `disconnected` on its presence or RPC topic: tell the owner, unsubscribe;
 // - the owner ending a session: `disconnected` on the RPC topic, then unsubscribe;
 // - stop: `disconnected` to every client, empty retained presence, clean DISCONNECT;
-// - after a reconnect: subscriptions and presence restored (the Connection resubscribes).
+// - after a reconnect: subscriptions and presence restored (the BrokerConnection resubscribes).
 //
 // ServerEndpoint: one strand; not thread-safe. ClientLink: the strand of its session.
 #pragma once
@@ -30,7 +30,7 @@
 
 #include "bridge/channel.hpp"
 #include "bridge/jsonrpc.hpp"
-#include "mqtt/connection.hpp"
+#include "mqtt/broker_connection.hpp"
 
 namespace mcpmqtt::mqtt {
 
@@ -70,7 +70,7 @@ class ClientLink : public bridge::Channel, public std::enable_shared_from_this<C
 class ServerEndpoint : public std::enable_shared_from_this<ServerEndpoint> {
  public:
   struct Options {
-    config::MqttConfig broker;
+    BrokerOptions broker;
     std::string server_id;  // our MQTT client id; unique, stable for the life of the process
     std::string server_name;
     std::string description;
@@ -135,7 +135,7 @@ class ServerEndpoint : public std::enable_shared_from_this<ServerEndpoint> {
   StrandFactory session_strands_;
   Options options_;
   Handlers handlers_;
-  std::shared_ptr<Connection> conn_;
+  std::shared_ptr<BrokerConnection> conn_;
   std::map<std::string, Client> clients_;
   bool stopping_ = false;
   bool name_adopted_ = false;

@@ -12,9 +12,9 @@
 #include <catch2/catch.hpp>
 #include <signal.h>
 
-#include "tests/daemon/ingress_bridge.hpp"
 #include "tests/http/server_test_support.hpp"
 #include "tests/support/bridge_process.hpp"
+#include "tests/support/ingress_bridge.hpp"
 #include "tests/support/mosquitto.hpp"
 #include "tests/support/mqtt_mcp_client.hpp"
 #include "tests/support/notify_socket.hpp"

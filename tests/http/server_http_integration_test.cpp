@@ -8,13 +8,6 @@ using mcpmqtt::jsonrpc::Kind;
 
 namespace {
 
-mcpmqtt::config::HttpConfig config_with(
-    const std::function<void(mcpmqtt::config::HttpConfig&)>& f) {
-  auto c = test_http_config();
-  f(c);
-  return c;
-}
-
 bool eventually(const std::function<bool()>& attempt, std::chrono::milliseconds deadline = 10s) {
   const auto end = std::chrono::steady_clock::now() + deadline;
   while (std::chrono::steady_clock::now() < end) {
@@ -415,7 +408,6 @@ TEST_CASE("http: listening on IPv6 loopback", "[http][integration]") {
     }
   }
   auto cfg = test_http_config();
-  cfg.listen = "[::1]:0";
   cfg.listen_host = "::1";
   TestServer ts(cfg);
   CHECK(ts.endpoint.address().is_v6());

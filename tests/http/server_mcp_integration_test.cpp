@@ -33,13 +33,6 @@ std::string text_of(const Message& m) {
   return (*r)["content"][0]["text"].GetString();
 }
 
-mcpmqtt::config::HttpConfig config_with(
-    const std::function<void(mcpmqtt::config::HttpConfig&)>& f) {
-  auto c = test_http_config();
-  f(c);
-  return c;
-}
-
 }  // namespace
 
 TEST_CASE("http: initialize over SSE gives a session id, a priming event and the response",

@@ -2,11 +2,12 @@
 // live presence, filtered by the configured server-name filters.
 #include <catch2/catch.hpp>
 
+#include "bridge/protocol/topics.hpp"
 #include "mqtt/directory_observer.hpp"
-#include "mqtt/topics.hpp"
 #include "tests/support/io.hpp"
 #include "tests/support/mosquitto.hpp"
 #include "tests/support/observer.hpp"
+#include "tests/support/test_connection.hpp"
 
 namespace bridge = mcpmqtt::bridge;
 namespace config = mcpmqtt::config;
@@ -33,16 +34,11 @@ bool eventually(Pred pred, std::chrono::milliseconds timeout = 10s) {
   return pred();
 }
 
-config::MqttConfig broker_config(const std::string& url) {
-  auto loaded = config::defaults();
-  config::Overrides o;
-  o.broker_url = url;
-  config::apply_overrides(loaded, o);
-  REQUIRE(loaded.ok());
-  auto m = loaded.config->mqtt;
-  m.reconnect_min_ms = 100;
-  m.reconnect_max_ms = 300;
-  return m;
+mcpmqtt::mqtt::BrokerOptions broker_config(const std::string& url) {
+  auto b = broker_options(url);
+  b.reconnect_min_ms = 100;
+  b.reconnect_max_ms = 300;
+  return b;
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Connection behaviour against a real Mosquitto: the sockets' TCP options and bursts.
+// BrokerConnection behaviour against a real Mosquitto: the sockets' TCP options and bursts.
 #include <atomic>
 #include <csignal>
 #include <future>
@@ -7,7 +7,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "mqtt/connection.hpp"
+#include "mqtt/broker_connection.hpp"
 #include "tests/support/engine.hpp"
 #include "tests/support/fake_broker.hpp"
 #include "tests/support/io.hpp"
@@ -23,12 +23,12 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// A Connection (default options but the broker and the QoS) that has had its CONNACK;
+// A BrokerConnection (default options but the broker and the QoS) that has had its CONNACK;
 // disconnects when the test is over.
 struct Connected {
   IoThreads io;
   boost::asio::any_io_executor strand = io.strand();
-  std::shared_ptr<mq::Connection> conn;
+  std::shared_ptr<mq::BrokerConnection> conn;
   Inbox<std::string> topics;                    // of the messages that arrived
   Inbox<std::pair<bool, std::string>> results;  // of the operations given record()
 
@@ -42,14 +42,14 @@ struct Connected {
     o.broker_url = broker_url;
     config::apply_overrides(loaded, o);
     mq::ConnectionOptions opts;
-    opts.broker = loaded.config->mqtt;
+    opts.broker = mcpmqtt::directions::broker_options(loaded.config->mqtt);
     opts.broker.qos = qos;
     opts.client_id = random_id(id_prefix);
     Inbox<bool> up;
-    mq::Connection::Handlers h;
+    mq::BrokerConnection::Handlers h;
     h.on_connected = [&up](const mq::ConnackInfo&, bool) { up.push(true); };
     h.on_message = [this](const mq::Incoming& in) { topics.push(in.topic); };
-    conn = mq::Connection::create(strand, opts, h);
+    conn = mq::BrokerConnection::create(strand, opts, h);
     io.run(strand, [this] { conn->connect(); });
     REQUIRE(up.pop());
   }

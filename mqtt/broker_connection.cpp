@@ -1,4 +1,4 @@
-#include "mqtt/connection.hpp"
+#include "mqtt/broker_connection.hpp"
 
 #include <algorithm>
 #include <iterator>
@@ -134,14 +134,15 @@ const char* component_type(Role role) {
   return role == Role::server ? "mcp-server" : "mcp-client";
 }
 
-std::shared_ptr<Connection> Connection::create(boost::asio::any_io_executor strand,
-                                               ConnectionOptions options, Handlers handlers) {
-  return std::shared_ptr<Connection>(
-      new Connection(std::move(strand), std::move(options), std::move(handlers)));
+std::shared_ptr<BrokerConnection> BrokerConnection::create(boost::asio::any_io_executor strand,
+                                                           ConnectionOptions options,
+                                                           Handlers handlers) {
+  return std::shared_ptr<BrokerConnection>(
+      new BrokerConnection(std::move(strand), std::move(options), std::move(handlers)));
 }
 
-Connection::Connection(boost::asio::any_io_executor strand, ConnectionOptions options,
-                       Handlers handlers)
+BrokerConnection::BrokerConnection(boost::asio::any_io_executor strand, ConnectionOptions options,
+                                   Handlers handlers)
     : strand_(std::move(strand)),
       options_(std::move(options)),
       handlers_(std::move(handlers)),
@@ -154,12 +155,12 @@ Connection::Connection(boost::asio::any_io_executor strand, ConnectionOptions op
     publish_properties_bytes_ += 1 + 2 + p.key.size() + 2 + p.value.size();  // §2.2.2.2
 }
 
-Connection::~Connection() {
+BrokerConnection::~BrokerConnection() {
   count_up(false);
   retry_timer_.cancel();
 }
 
-std::string Connection::broker_url() const {
+std::string BrokerConnection::broker_url() const {
   const auto& b = options_.broker;
   const bool v6 = b.host.find(':') != std::string::npos;
   const char* scheme =
@@ -168,9 +169,9 @@ std::string Connection::broker_url() const {
          (b.websocket ? b.ws_path : "");
 }
 
-void Connection::connect() {
+void BrokerConnection::connect() {
   if (state_ != State::idle) return;
-  std::weak_ptr<Connection> weak = weak_from_this();
+  std::weak_ptr<BrokerConnection> weak = weak_from_this();
   Engine::Events events;
   events.on_message = [weak](const ReceivedMessage& m) {
     if (auto self = weak.lock()) self->on_message(m);
@@ -178,13 +179,13 @@ void Connection::connect() {
   events.on_lost = [weak](const std::string& why) {
     if (auto self = weak.lock()) self->on_lost(why);
   };
-  engine_ = options_.broker.client == config::MqttClient::paho
+  engine_ = options_.broker.engine == EngineKind::paho
                 ? make_paho_engine(strand_, std::move(events))
                 : make_native_engine(strand_, std::move(events));
   do_connect();
 }
 
-void Connection::on_message(const ReceivedMessage& m) {
+void BrokerConnection::on_message(const ReceivedMessage& m) {
   if (state_ != State::connected || !handlers_.on_message) return;
   static auto& bytes_in = metrics::bytes_counter("mqtt", "in");
   bytes_in.inc(m.payload->size());
@@ -202,15 +203,15 @@ void Connection::on_message(const ReceivedMessage& m) {
   handlers_.on_message(in);
 }
 
-void Connection::do_connect() {
+void BrokerConnection::do_connect() {
   state_ = State::connecting;
-  std::weak_ptr<Connection> weak = weak_from_this();
+  std::weak_ptr<BrokerConnection> weak = weak_from_this();
   engine_->connect(engine_params(options_, *publish_properties_), [weak](const ConnectOutcome& r) {
     if (auto self = weak.lock()) self->on_connect_result(r);
   });
 }
 
-void Connection::on_connect_result(const ConnectOutcome& r) {
+void BrokerConnection::on_connect_result(const ConnectOutcome& r) {
   if (state_ != State::connecting) return;
   if (!r.ok) {
     std::string why = "cannot connect to " + broker_url() + ": " + r.why;
@@ -248,7 +249,7 @@ void Connection::on_connect_result(const ConnectOutcome& r) {
   ever_connected_ = true;
   logger()->debug("{} connected to {}{} ({} client)", describe(), broker_url(),
                   reconnected ? " again" : "",
-                  options_.broker.client == config::MqttClient::paho ? "Paho" : "native");
+                  options_.broker.engine == EngineKind::paho ? "Paho" : "native");
   // 004: restore every subscription before the owner publishes anything (presence, backlog).
   if (!subscriptions_.empty()) {
     std::vector<Filter> all;
@@ -266,7 +267,7 @@ void Connection::on_connect_result(const ConnectOutcome& r) {
   drain_window();
 }
 
-void Connection::on_lost(const std::string& cause) {
+void BrokerConnection::on_lost(const std::string& cause) {
   if (state_ == State::disconnecting) return finish_disconnect();
   if (state_ != State::connected) return;
   logger()->warn("{} lost the broker connection: {}", describe(),
@@ -288,7 +289,7 @@ void Connection::on_lost(const std::string& cause) {
   if (state_ == State::waiting_retry) schedule_retry(cause);
 }
 
-void Connection::schedule_retry(const std::string& why) {
+void BrokerConnection::schedule_retry(const std::string& why) {
   state_ = State::waiting_retry;
   const auto& b = options_.broker;
   double delay = b.reconnect_min_ms;
@@ -307,7 +308,7 @@ void Connection::schedule_retry(const std::string& why) {
   });
 }
 
-void Connection::subscribe(std::vector<Filter> filters, Done done) {
+void BrokerConnection::subscribe(std::vector<Filter> filters, Done done) {
   if (filters.empty()) {
     if (done) boost::asio::post(strand_, [done = std::move(done)] { done(true, {}); });
     return;
@@ -323,7 +324,7 @@ void Connection::subscribe(std::vector<Filter> filters, Done done) {
   if (state_ == State::connected) send_subscribe(std::move(filters));
 }
 
-void Connection::send_subscribe(std::vector<Filter> filters) {
+void BrokerConnection::send_subscribe(std::vector<Filter> filters) {
   for (auto& packet : in_packets(std::move(filters))) {
     std::vector<SubscribeRequest> requests;
     std::vector<std::string> names;
@@ -333,16 +334,16 @@ void Connection::send_subscribe(std::vector<Filter> filters) {
       requests.push_back({f.filter, options_.broker.qos, f.no_local});
       names.push_back(std::move(f.filter));
     }
-    std::weak_ptr<Connection> weak = weak_from_this();
+    std::weak_ptr<BrokerConnection> weak = weak_from_this();
     engine_->subscribe(std::move(requests), [weak, names = std::move(names)](const AckOutcome& r) {
       if (auto self = weak.lock()) self->on_subscribe_result(names, r.ok, r.why, r.reason_codes);
     });
   }
 }
 
-void Connection::on_subscribe_result(const std::vector<std::string>& filters, bool ok_all,
-                                     const std::string& why_all,
-                                     const std::vector<std::uint8_t>& codes) {
+void BrokerConnection::on_subscribe_result(const std::vector<std::string>& filters, bool ok_all,
+                                           const std::string& why_all,
+                                           const std::vector<std::uint8_t>& codes) {
   // SUBACK reason codes of 0x80 and above refuse a subscription (MQTT 5.0 §3.9.3), one code per
   // filter in the order of the SUBSCRIBE. Should a broker send fewer, a refusal counts for all.
   const bool one_each = codes.size() == filters.size();
@@ -372,7 +373,7 @@ void Connection::on_subscribe_result(const std::vector<std::string>& filters, bo
   }
 }
 
-void Connection::unsubscribe(std::vector<std::string> filters, Done done) {
+void BrokerConnection::unsubscribe(std::vector<std::string> filters, Done done) {
   std::vector<std::string> held;
   for (auto& filter : filters) {
     auto it = subscriptions_.find(filter);
@@ -392,17 +393,17 @@ void Connection::unsubscribe(std::vector<std::string> filters, Done done) {
   const Done each = done ? all_of(packets.size(), std::move(done)) : Done{};
   for (auto& names : packets) {
     const auto op = add_op(each);
-    std::weak_ptr<Connection> weak = weak_from_this();
+    std::weak_ptr<BrokerConnection> weak = weak_from_this();
     engine_->unsubscribe(std::move(names), [weak, op](const AckOutcome& r) {
       if (auto self = weak.lock()) self->complete_op(op, r.ok, r.why);
     });
   }
 }
 
-void Connection::publish(const std::string& topic, std::shared_ptr<const std::string> payload,
-                         bool retained, Done done) {
+void BrokerConnection::publish(const std::string& topic, std::shared_ptr<const std::string> payload,
+                               bool retained, Done done) {
   if (state_ == State::connected) {
-    send_or_queue(Pending{topic, std::move(payload), retained, std::move(done)});
+    send_or_queue(Publication{topic, std::move(payload), retained, std::move(done)});
     return;
   }
   const bool will_connect =
@@ -421,10 +422,10 @@ void Connection::publish(const std::string& topic, std::shared_ptr<const std::st
     return;
   }
   backlog_bytes_ += payload->size();
-  backlog_.push_back(Pending{topic, std::move(payload), retained, std::move(done)});
+  backlog_.push_back(Publication{topic, std::move(payload), retained, std::move(done)});
 }
 
-void Connection::send_or_queue(Pending p) {
+void BrokerConnection::send_or_queue(Publication p) {
   if (window_.empty() && in_flight_ < receive_maximum_) {
     send_publish(p.topic, std::move(p.payload), p.retained, std::move(p.done));
     return;
@@ -439,7 +440,7 @@ void Connection::send_or_queue(Pending p) {
   window_.push_back(std::move(p));
 }
 
-std::deque<Connection::Pending> Connection::take_unsent() {
+std::deque<BrokerConnection::Publication> BrokerConnection::take_unsent() {
   auto out = std::move(window_);
   window_.clear();
   for (auto& p : backlog_)
@@ -449,7 +450,7 @@ std::deque<Connection::Pending> Connection::take_unsent() {
   return out;
 }
 
-void Connection::drain_window() {
+void BrokerConnection::drain_window() {
   const bool draining = state_ == State::disconnecting && !disconnect_sent_;
   while ((state_ == State::connected || draining) && !window_.empty() &&
          in_flight_ < receive_maximum_) {
@@ -459,7 +460,8 @@ void Connection::drain_window() {
   }
 }
 
-std::size_t Connection::publish_packet_size(const std::string& topic, std::size_t payload) const {
+std::size_t BrokerConnection::publish_packet_size(const std::string& topic,
+                                                  std::size_t payload) const {
   // MQTT 5.0 §3.3: fixed header, topic, packet identifier (QoS > 0), properties, payload.
   const std::size_t properties = publish_properties_bytes_;
   const std::size_t remaining = 2 + topic.size() + (options_.broker.qos > 0 ? 2 : 0) +
@@ -467,8 +469,9 @@ std::size_t Connection::publish_packet_size(const std::string& topic, std::size_
   return 1 + codec::varint_size(remaining) + remaining;
 }
 
-void Connection::send_publish(const std::string& topic, std::shared_ptr<const std::string> payload,
-                              bool retained, Done done) {
+void BrokerConnection::send_publish(const std::string& topic,
+                                    std::shared_ptr<const std::string> payload, bool retained,
+                                    Done done) {
   if (max_packet_size_) {
     // MQTT 5.0 §3.2.2.3.6: the broker would end the connection over it (Mosquitto sends
     // DISCONNECT 0x95). Refused here, with both sizes, and the connection goes on.
@@ -487,7 +490,7 @@ void Connection::send_publish(const std::string& topic, std::shared_ptr<const st
   const auto op = add_op(std::move(done));
   const auto generation = generation_;
   ++in_flight_;
-  std::weak_ptr<Connection> weak = weak_from_this();
+  std::weak_ptr<BrokerConnection> weak = weak_from_this();
   engine_->publish(
       PublishRequest{topic, std::move(payload), options_.broker.qos, retained, publish_properties_},
       [weak, op, topic, generation](const AckOutcome& r) {
@@ -505,13 +508,13 @@ void Connection::send_publish(const std::string& topic, std::shared_ptr<const st
       });
 }
 
-std::uint64_t Connection::add_op(Done done) {
+std::uint64_t BrokerConnection::add_op(Done done) {
   const auto op = next_op_++;
   if (done) ops_.emplace(op, std::move(done));
   return op;
 }
 
-void Connection::complete_op(std::uint64_t op, bool ok, const std::string& why) {
+void BrokerConnection::complete_op(std::uint64_t op, bool ok, const std::string& why) {
   auto it = ops_.find(op);
   if (it == ops_.end()) return;
   auto done = std::move(it->second);
@@ -519,7 +522,7 @@ void Connection::complete_op(std::uint64_t op, bool ok, const std::string& why) 
   done(ok, why);
 }
 
-void Connection::fail_everything(const std::string& why) {
+void BrokerConnection::fail_everything(const std::string& why) {
   auto ops = std::move(ops_);
   ops_.clear();
   auto backlog = take_unsent();
@@ -536,7 +539,7 @@ void Connection::fail_everything(const std::string& why) {
   }
 }
 
-void Connection::disconnect(std::chrono::milliseconds timeout, std::function<void()> done) {
+void BrokerConnection::disconnect(std::chrono::milliseconds timeout, std::function<void()> done) {
   retry_timer_.cancel();
   if (state_ != State::connected) {
     // An attempt in flight is abandoned: the engine closes whatever it opens.
@@ -562,7 +565,7 @@ void Connection::disconnect(std::chrono::milliseconds timeout, std::function<voi
   disconnect_when_drained();
 }
 
-void Connection::disconnect_when_drained() {
+void BrokerConnection::disconnect_when_drained() {
   if (state_ != State::disconnecting || disconnect_sent_ || !window_.empty()) return;
   disconnect_sent_ = true;
   const auto left = std::max(std::chrono::steady_clock::duration::zero(),
@@ -573,13 +576,13 @@ void Connection::disconnect_when_drained() {
   disconnect_timer_->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
     if (!ec) self->finish_disconnect();
   });
-  std::weak_ptr<Connection> weak = weak_from_this();
+  std::weak_ptr<BrokerConnection> weak = weak_from_this();
   engine_->disconnect(std::chrono::duration_cast<std::chrono::milliseconds>(left), [weak] {
     if (auto self = weak.lock()) self->finish_disconnect();
   });
 }
 
-void Connection::on_disconnect_timeout() {
+void BrokerConnection::on_disconnect_timeout() {
   if (state_ != State::disconnecting || disconnect_sent_) return;
   // Publications still wait for the window: a clean DISCONNECT would make the broker discard
   // our will, and with it the last word the peers would get (004: a server's empty presence,
@@ -592,7 +595,7 @@ void Connection::on_disconnect_timeout() {
   finish_disconnect();
 }
 
-void Connection::count_up(bool up) {
+void BrokerConnection::count_up(bool up) {
   static auto& connections = metrics::registry().gauge(
       "mcpmqtt_mqtt_connections", "MQTT connections of the bridge that are up.");
   if (up == counted_up_) return;
@@ -603,7 +606,7 @@ void Connection::count_up(bool up) {
     connections.dec();
 }
 
-void Connection::finish_disconnect() {
+void BrokerConnection::finish_disconnect() {
   if (state_ != State::disconnecting) return;
   state_ = State::closed;
   if (disconnect_timer_) disconnect_timer_->cancel();

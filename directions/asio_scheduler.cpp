@@ -1,8 +1,8 @@
-#include "daemon/asio_scheduler.hpp"
+#include "directions/asio_scheduler.hpp"
 
 #include <boost/asio/post.hpp>
 
-namespace mcpmqtt::daemon {
+namespace mcpmqtt::directions {
 
 AsioScheduler::~AsioScheduler() {
   state_->alive = false;
@@ -62,4 +62,4 @@ void poll_until(boost::asio::any_io_executor ex, std::function<bool()> ready,
   boost::asio::post(ex, [p] { p->run(); });
 }
 
-}  // namespace mcpmqtt::daemon
+}  // namespace mcpmqtt::directions

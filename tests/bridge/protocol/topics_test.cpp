@@ -1,4 +1,4 @@
-#include "mqtt/topics.hpp"
+#include "bridge/protocol/topics.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-#include "daemon/ingress.hpp"
+#include "directions/ingress.hpp"
 
 #include <optional>
 
@@ -7,13 +7,14 @@
 
 #include "bridge/holding_channel.hpp"
 #include "bridge/log.hpp"
+#include "bridge/protocol/topics.hpp"
 #include "bridge/splice.hpp"
 #include "bridge/subscription_hub.hpp"
-#include "daemon/asio_scheduler.hpp"
+#include "directions/asio_scheduler.hpp"
+#include "directions/options.hpp"
 #include "mqtt/client_session.hpp"
-#include "mqtt/topics.hpp"
 
-namespace mcpmqtt::daemon {
+namespace mcpmqtt::directions {
 
 namespace {
 
@@ -31,7 +32,7 @@ std::string join(const std::vector<std::string>& v) {
 
 }  // namespace
 
-struct Ingress::Session : std::enable_shared_from_this<Session> {
+struct Ingress::IngressSession : std::enable_shared_from_this<IngressSession> {
   std::uint64_t id = 0;
   std::weak_ptr<Ingress> ingress;
   boost::asio::any_io_executor strand;
@@ -80,7 +81,7 @@ struct Ingress::Session : std::enable_shared_from_this<Session> {
     if (wait_timer) return;  // already waiting
     const auto wait = std::chrono::milliseconds(in->options_.ingress.presence_wait_ms);
     wait_timer = std::make_unique<boost::asio::steady_timer>(strand, wait);
-    std::weak_ptr<Session> weak = weak_from_this();
+    std::weak_ptr<IngressSession> weak = weak_from_this();
     wait_timer->async_wait(
         [weak, wait, filters = in->directory_->filters()](const boost::system::error_code& ec) {
           auto self = weak.lock();
@@ -111,7 +112,7 @@ struct Ingress::Session : std::enable_shared_from_this<Session> {
     if (!in) return;
     stop_waiting();
     mqtt::ClientSession::Options o;
-    o.broker = in->options_.mqtt;
+    o.broker = in->broker_;
     // 004 §MQTT Client ID: a fresh client id for every initialize.
     o.client_id = mqtt::fresh_client_id(in->options_.mqtt.client_id_prefix);
     o.server_id = inst.server_id;
@@ -128,7 +129,7 @@ struct Ingress::Session : std::enable_shared_from_this<Session> {
     so.log_prefix = upstream->describe();
     so.metrics_direction = in->options_.metrics_direction;
     bridge::Splice::Hooks hooks;
-    std::weak_ptr<Session> weak = weak_from_this();
+    std::weak_ptr<IngressSession> weak = weak_from_this();
     hooks.on_closed = [weak](const bridge::CloseReason& why) {
       if (auto self = weak.lock()) self->end(why);
     };
@@ -160,7 +161,7 @@ struct Ingress::Session : std::enable_shared_from_this<Session> {
     if (!splice) return;
     for (auto& m : actions.to_client)
       splice->send_to(bridge::Splice::Side::client, std::move(m));
-    std::weak_ptr<Session> weak = weak_from_this();
+    std::weak_ptr<IngressSession> weak = weak_from_this();
     for (auto& uri : actions.subscribe) {
       splice->request_to_server(
           "resources/subscribe", "{\"uri\":" + jsonrpc::quote(uri) + "}",
@@ -218,12 +219,14 @@ std::shared_ptr<Ingress> Ingress::create(Options options,
 }
 
 Ingress::Ingress(Options options, std::shared_ptr<bridge::Directory> directory)
-    : options_(std::move(options)), directory_(std::move(directory)) {}
+    : options_(std::move(options)),
+      broker_(broker_options(options_.mqtt)),
+      directory_(std::move(directory)) {}
 
 void Ingress::attach(const std::string& server_name, std::shared_ptr<bridge::Channel> downstream,
                      boost::asio::any_io_executor strand, OnClosed on_closed,
                      OnFinished on_finished) {
-  auto s = std::make_shared<Session>();
+  auto s = std::make_shared<IngressSession>();
   s->ingress = weak_from_this();
   s->strand = strand;
   s->server_name = server_name;
@@ -234,7 +237,7 @@ void Ingress::attach(const std::string& server_name, std::shared_ptr<bridge::Cha
     s->id = next_id_++;
     sessions_[s->id] = s;
   }
-  std::weak_ptr<Session> weak = s;
+  std::weak_ptr<IngressSession> weak = s;
   bridge::HoldingChannel::Hooks hooks;
   // The hooks may run inside HoldingChannel::create(), before `s->downstream` is set: they
   // answer through the inner channel and leave the rest to the next turn.
@@ -274,7 +277,7 @@ void Ingress::attach(const std::string& server_name, std::shared_ptr<bridge::Cha
 }
 
 void Ingress::forget(std::uint64_t id) {
-  std::shared_ptr<Session> s;
+  std::shared_ptr<IngressSession> s;
   {
     std::lock_guard lock(mu_);
     auto it = sessions_.find(id);
@@ -292,7 +295,7 @@ std::size_t Ingress::session_count() const {
 
 void Ingress::close_all(const bridge::CloseReason& why, boost::asio::any_io_executor ex,
                         std::chrono::milliseconds timeout, std::function<void()> done) {
-  std::vector<std::shared_ptr<Session>> all;
+  std::vector<std::shared_ptr<IngressSession>> all;
   {
     std::lock_guard lock(mu_);
     for (auto& [id, s] : sessions_)
@@ -312,4 +315,4 @@ void Ingress::close_all(const bridge::CloseReason& why, boost::asio::any_io_exec
       std::move(done));
 }
 
-}  // namespace mcpmqtt::daemon
+}  // namespace mcpmqtt::directions

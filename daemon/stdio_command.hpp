@@ -15,6 +15,6 @@
 
 namespace mcpmqtt::daemon {
 
-int run_stdio_ingress(config::Config cfg, const std::string& server_name);
+int run_stdio_command(config::Config cfg, const std::string& server_name);
 
 }  // namespace mcpmqtt::daemon

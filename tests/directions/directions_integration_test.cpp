@@ -3,8 +3,8 @@
 // conformance suite reaching a Streamable HTTP server published through the HTTP egress.
 #include <catch2/catch.hpp>
 
-#include "tests/daemon/ingress_bridge.hpp"
 #include "tests/http/server_test_support.hpp"
+#include "tests/support/ingress_bridge.hpp"
 #include "tests/support/mqtt_mcp_client.hpp"
 #include "tests/support/node_tools.hpp"
 #include "tests/support/temp_dir.hpp"

@@ -1,4 +1,4 @@
-#include "daemon/stdio_ingress.hpp"
+#include "daemon/stdio_command.hpp"
 
 #include <iostream>
 
@@ -11,15 +11,19 @@
 #include <unistd.h>
 
 #include "bridge/log.hpp"
-#include "daemon/egress.hpp"
-#include "daemon/ingress.hpp"
+#include "directions/egress.hpp"
+#include "directions/ingress.hpp"
+#include "directions/options.hpp"
 #include "mqtt/client_session.hpp"
 #include "mqtt/directory_observer.hpp"
 #include "stdio/stdio_channel.hpp"
 
 namespace mcpmqtt::daemon {
 
-int run_stdio_ingress(config::Config cfg, const std::string& server_name) {
+using directions::connect_meta;
+using directions::Ingress;
+
+int run_stdio_command(config::Config cfg, const std::string& server_name) {
   auto logger = log::get("daemon");
   ::signal(SIGPIPE, SIG_IGN);
   boost::asio::io_context ioc;
@@ -37,7 +41,7 @@ int run_stdio_ingress(config::Config cfg, const std::string& server_name) {
 
   auto directory = std::make_shared<bridge::Directory>();
   mqtt::DirectoryObserver::Options oo;
-  oo.broker = cfg.mqtt;
+  oo.broker = directions::broker_options(cfg.mqtt);
   oo.client_id = mqtt::fresh_client_id(cfg.mqtt.client_id_prefix + "-directory");
   oo.filters = {server_name};  // only what this session can use
   oo.connect_meta_json = connect_meta("presence directory of mcp-mqtt-bridge stdio");

@@ -22,14 +22,14 @@
 
 #include "bridge/splice.hpp"
 #include "config/config.hpp"
-#include "daemon/asio_scheduler.hpp"
+#include "directions/asio_scheduler.hpp"
 #include "mqtt/server_endpoint.hpp"
 
 namespace mcpmqtt::stdio {
 class ChildRegistry;
 }
 
-namespace mcpmqtt::daemon {
+namespace mcpmqtt::directions {
 
 // Makes the upstream end of one egress session on the session's strand, or says why it cannot.
 using UpstreamFactory = std::function<Expected<std::shared_ptr<bridge::Channel>, std::string>(
@@ -61,7 +61,7 @@ class ExposedServer : public std::enable_shared_from_this<ExposedServer> {
   std::uint64_t reconnects() const { return reconnects_; }
 
  private:
-  struct Session {
+  struct EgressSession {
     std::unique_ptr<AsioScheduler> scheduler;  // outlives the splice's timers
     std::shared_ptr<bridge::Splice> splice;
     boost::asio::any_io_executor strand;
@@ -69,7 +69,7 @@ class ExposedServer : public std::enable_shared_from_this<ExposedServer> {
 
   ExposedServer(boost::asio::io_context& ioc, Options options, UpstreamFactory upstream);
   void on_initialize(const std::shared_ptr<mqtt::ClientLink>& link, const jsonrpc::Message& init);
-  void add_session(const std::string& client_id, Session s);
+  void add_session(const std::string& client_id, EgressSession s);
   void remove_session(const std::string& client_id);
   void check_liveness();
 
@@ -78,7 +78,7 @@ class ExposedServer : public std::enable_shared_from_this<ExposedServer> {
   Options options_;
   UpstreamFactory upstream_;
   std::shared_ptr<mqtt::ServerEndpoint> endpoint_;
-  std::map<std::string, Session> sessions_;  // by MQTT client id; on strand_
+  std::map<std::string, EgressSession> sessions_;  // by MQTT client id; on strand_
   std::atomic<std::size_t> session_count_{0};
   std::atomic<bool> online_{false};
   std::atomic<std::uint64_t> reconnects_{0};
@@ -98,4 +98,4 @@ std::string connect_meta(const std::string& description);
 // A server-id for an exposed server: the client-id prefix, a per-process random part, an index.
 std::string make_server_id(const std::string& prefix, std::size_t index);
 
-}  // namespace mcpmqtt::daemon
+}  // namespace mcpmqtt::directions

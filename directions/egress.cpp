@@ -1,4 +1,4 @@
-#include "daemon/egress.hpp"
+#include "directions/egress.hpp"
 
 #include <random>
 
@@ -6,11 +6,12 @@
 #include <boost/asio/strand.hpp>
 
 #include "bridge/log.hpp"
+#include "directions/options.hpp"
 #include "http/client_channel.hpp"
 #include "mqtt/client_session.hpp"
 #include "stdio/child_channel.hpp"
 
-namespace mcpmqtt::daemon {
+namespace mcpmqtt::directions {
 
 namespace {
 
@@ -68,7 +69,7 @@ UpstreamFactory child_upstream(const config::ServerEntry& entry, const config::E
   return [entry, egress, children](
              boost::asio::any_io_executor strand,
              const std::string& prefix) -> Expected<std::shared_ptr<bridge::Channel>, std::string> {
-    auto spec = stdio::make_child_spec(entry, egress, prefix);
+    auto spec = child_spec(entry, egress, prefix);
     auto child = stdio::ChildChannel::create(std::move(strand), std::move(spec), children);
     if (!child) return unexpected(child.error());
     return std::shared_ptr<bridge::Channel>(std::move(*child));
@@ -77,7 +78,7 @@ UpstreamFactory child_upstream(const config::ServerEntry& entry, const config::E
 
 Expected<UpstreamFactory, std::string> http_upstream(const config::ServerEntry& entry,
                                                      const config::Timeouts& timeouts) {
-  auto spec = http::make_upstream_spec(entry);
+  auto spec = upstream_spec(entry);
   if (!spec) return unexpected(spec.error());
   // The splice's per-method timeouts answer first; the HTTP client's own bounds only stop a
   // response that outlives every one of them.
@@ -93,7 +94,7 @@ Expected<UpstreamFactory, std::string> http_upstream(const config::ServerEntry& 
         auto s = spec;
         s.name = s.name + " " + prefix;
         return std::shared_ptr<bridge::Channel>(
-            http::UpstreamChannel::create(std::move(strand), std::move(s)));
+            http::ClientChannel::create(std::move(strand), std::move(s)));
       });
 }
 
@@ -112,7 +113,7 @@ ExposedServer::ExposedServer(boost::asio::io_context& ioc, Options options,
 
 void ExposedServer::start() {
   mqtt::ServerEndpoint::Options o;
-  o.broker = options_.mqtt;
+  o.broker = broker_options(options_.mqtt);
   o.server_id = options_.server_id;
   o.server_name = options_.entry.name;
   o.description = options_.entry.description;
@@ -152,7 +153,7 @@ void ExposedServer::on_initialize(const std::shared_ptr<mqtt::ClientLink>& link,
     upstream = std::make_shared<RefusedUpstream>(made.error());
   }
   (void)init;  // the link delivers it again as its first message, to the splice
-  Session s;
+  EgressSession s;
   s.strand = link->executor();
   s.scheduler = std::make_unique<AsioScheduler>(link->executor());
   bridge::Splice::Options so;
@@ -180,7 +181,7 @@ void ExposedServer::on_initialize(const std::shared_ptr<mqtt::ClientLink>& link,
   splice->start();
 }
 
-void ExposedServer::add_session(const std::string& client_id, Session s) {
+void ExposedServer::add_session(const std::string& client_id, EgressSession s) {
   // Posted before the splice starts, so a session that ends at once is removed after this.
   sessions_[client_id] = std::move(s);
   session_count_ = sessions_.size();
@@ -192,7 +193,7 @@ void ExposedServer::remove_session(const std::string& client_id) {
   // Timers and the splice belong to the session's strand: release them there. (The strand is
   // copied first: the capture below moves the session out.)
   auto strand = it->second.strand;
-  boost::asio::post(strand, [s = std::make_shared<Session>(std::move(it->second))] {});
+  boost::asio::post(strand, [s = std::make_shared<EgressSession>(std::move(it->second))] {});
   sessions_.erase(it);
   session_count_ = sessions_.size();
 }
@@ -228,4 +229,4 @@ void ExposedServer::stop(std::chrono::milliseconds timeout, std::function<void()
   });
 }
 
-}  // namespace mcpmqtt::daemon
+}  // namespace mcpmqtt::directions

@@ -23,8 +23,9 @@
 #include "bridge/channel.hpp"
 #include "bridge/directory.hpp"
 #include "config/config.hpp"
+#include "mqtt/broker_options.hpp"
 
-namespace mcpmqtt::daemon {
+namespace mcpmqtt::directions {
 
 class Ingress : public std::enable_shared_from_this<Ingress> {
  public:
@@ -55,15 +56,16 @@ class Ingress : public std::enable_shared_from_this<Ingress> {
   std::size_t session_count() const;
 
  private:
-  struct Session;
+  struct IngressSession;
   Ingress(Options options, std::shared_ptr<bridge::Directory> directory);
   void forget(std::uint64_t id);
 
   Options options_;
+  mqtt::BrokerOptions broker_;  // options_.mqtt, mapped once
   std::shared_ptr<bridge::Directory> directory_;
   mutable std::mutex mu_;
-  std::map<std::uint64_t, std::shared_ptr<Session>> sessions_;
+  std::map<std::uint64_t, std::shared_ptr<IngressSession>> sessions_;
   std::uint64_t next_id_ = 1;
 };
 
-}  // namespace mcpmqtt::daemon
+}  // namespace mcpmqtt::directions

@@ -11,7 +11,7 @@
 
 #include "bridge/scheduler.hpp"
 
-namespace mcpmqtt::daemon {
+namespace mcpmqtt::directions {
 
 class AsioScheduler : public bridge::Scheduler {
  public:
@@ -40,4 +40,4 @@ void poll_until(boost::asio::any_io_executor ex, std::function<bool()> ready,
                 std::chrono::milliseconds timeout, std::function<void()> done,
                 std::chrono::milliseconds every = std::chrono::milliseconds(20));
 
-}  // namespace mcpmqtt::daemon
+}  // namespace mcpmqtt::directions

@@ -9,8 +9,8 @@
 #include <signal.h>
 
 #include "bridge/subscription_hub.hpp"
-#include "tests/daemon/ingress_bridge.hpp"
 #include "tests/http/server_test_support.hpp"
+#include "tests/support/ingress_bridge.hpp"
 
 using namespace mcpmqtt::test;
 using namespace std::chrono_literals;

@@ -30,7 +30,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "config/config.hpp"
+#include "mqtt/broker_options.hpp"
 #include "mqtt/engine.hpp"
 
 namespace mcpmqtt::mqtt {
@@ -46,7 +46,7 @@ struct Will {
 };
 
 struct ConnectionOptions {
-  config::MqttConfig broker;  // host, port, TLS, credentials, keep-alive, QoS, reconnect delays
+  BrokerOptions broker;  // host, port, TLS, credentials, keep-alive, QoS, reconnect delays
   std::string client_id;
   Role role = Role::client;
   std::string meta_json = "{}";  // MCP-META on CONNECT: a JSON object
@@ -80,11 +80,11 @@ struct Incoming {
 };
 
 // Completion of an operation, on the connection's strand. It must not hold a strong reference to
-// the Connection (the Connection holds it until it runs); pending ones run with ok=false when the
-// connection closes.
+// the BrokerConnection (the BrokerConnection holds it until it runs); pending ones run with
+// ok=false when the connection closes.
 using Done = std::function<void(bool ok, const std::string& why)>;
 
-class Connection : public std::enable_shared_from_this<Connection> {
+class BrokerConnection : public std::enable_shared_from_this<BrokerConnection> {
  public:
   struct Handlers {
     std::function<void(const Incoming&)> on_message;
@@ -96,11 +96,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::function<void(const std::string& why, bool retrying)> on_connect_failed;
   };
 
-  static std::shared_ptr<Connection> create(boost::asio::any_io_executor strand,
-                                            ConnectionOptions options, Handlers handlers);
-  ~Connection();
-  Connection(const Connection&) = delete;
-  Connection& operator=(const Connection&) = delete;
+  static std::shared_ptr<BrokerConnection> create(boost::asio::any_io_executor strand,
+                                                  ConnectionOptions options, Handlers handlers);
+  ~BrokerConnection();
+  BrokerConnection(const BrokerConnection&) = delete;
+  BrokerConnection& operator=(const BrokerConnection&) = delete;
 
   void connect();
 
@@ -143,7 +143,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
  private:
   enum class State { idle, connecting, connected, waiting_retry, disconnecting, closed };
 
-  Connection(boost::asio::any_io_executor strand, ConnectionOptions options, Handlers handlers);
+  BrokerConnection(boost::asio::any_io_executor strand, ConnectionOptions options,
+                   Handlers handlers);
   void do_connect();
   void on_connect_result(const ConnectOutcome& r);
   void on_message(const ReceivedMessage& m);
@@ -183,24 +184,24 @@ class Connection : public std::enable_shared_from_this<Connection> {
   };
   std::map<std::string, Subscription> subscriptions_;
 
-  struct Pending {
+  struct Publication {
     std::string topic;
     std::shared_ptr<const std::string> payload;
     bool retained;
     Done done;
   };
-  std::deque<Pending> backlog_;
+  std::deque<Publication> backlog_;
   std::size_t backlog_bytes_ = 0;
 
   // Flow control (MQTT 5 §4.9): at most the broker's Receive Maximum of our publications are
   // handed to the engine unacknowledged; the rest wait here, bounded by max_queued_messages.
   // (At QoS 0 the same window counts publications the engine has not yet written.) Each
   // acknowledgement hands the next one over.
-  void send_or_queue(Pending p);
+  void send_or_queue(Publication p);
   void drain_window();
   // Empties the window and the backlog, in the order they would have been sent.
-  std::deque<Pending> take_unsent();
-  std::deque<Pending> window_;
+  std::deque<Publication> take_unsent();
+  std::deque<Publication> window_;
   std::size_t in_flight_ = 0;
   std::size_t receive_maximum_ = 65535;
   std::uint64_t generation_ = 0;  // of the broker connection, for acknowledgements of an old one
