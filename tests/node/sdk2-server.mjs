@@ -60,7 +60,7 @@
 //                               bumps that resource's version and sends
 //                               notifications/resources/updated to every listener subscribed to it
 //     sleep {ms=1000}           answers after ms, or never once cancelled; report.cancelled
-//     dynamic_tool              present only while toggled on by trigger_list_changed
+//     dynamic_tool              listed and callable only while toggled on by trigger_list_changed
 //   resources   test://static (text "static"), test://watched (text "version N"; subscribable)
 //   prompts     greeting {name}
 //   capabilities  tools/prompts/resources with listChanged, resources.subscribe, logging
@@ -310,9 +310,12 @@ function makeServer(era) {
     },
   );
 
-  if (state.dynamicTool) {
-    mcp.registerTool('dynamic_tool', { description: 'Present while toggled on' }, async (ctx) => report('dynamic_tool', era, {}, ctx, {}));
-  }
+  const dynamic = mcp.registerTool('dynamic_tool', { description: 'Present while toggled on' }, async (ctx) =>
+    report('dynamic_tool', era, {}, ctx, {}),
+  );
+  // Listed and callable only while trigger_list_changed has toggled it on; read at request time,
+  // so long-lived instances (2025 sessions, stdio connections) see the change as well.
+  Object.defineProperty(dynamic, 'enabled', { get: () => state.dynamicTool, set: () => {}, configurable: true });
 
   mcp.registerResource('static', 'test://static', { mimeType: 'text/plain' }, async (uri) => ({
     contents: [{ uri: uri.href, mimeType: 'text/plain', text: 'static' }],
