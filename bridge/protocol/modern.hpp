@@ -1,0 +1,158 @@
+// The vocabulary of MCP revision 2026-07-28 ("modern": no sessions, a `_meta` envelope on every
+// request, `server/discover`, `resultType`, `input_required`), as pure functions shared by the
+// ingress (modern clients reaching MQTT-hosted servers) and the egress (2026-only servers
+// published on MQTT). Rules and their sources: /work/notes digest, cited here by the
+// specification file (`basic/index` §_meta, `basic/transports/streamable-http` §Server
+// Validation, `basic/patterns/mrtr`, `schema/2026-07-28/schema.ts`).
+//
+// Thread-safe (no state).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <rapidjson/document.h>
+
+#include "bridge/expected.hpp"
+#include "bridge/jsonrpc.hpp"
+
+namespace mcpmqtt::modern {
+
+// The modern revisions the bridge speaks, newest first.
+inline constexpr std::string_view kVersion = "2026-07-28";
+const std::vector<std::string>& supported_versions();
+bool is_supported_version(std::string_view version);
+// A revision string of the modern generation (YYYY-MM-DD, not before 2026-07-28), supported or
+// not: what tells a modern request with an unknown version (-32022) from a legacy one.
+bool is_modern_version_string(std::string_view version);
+
+// `_meta` keys (basic/index §_meta).
+namespace key {
+inline constexpr const char* protocol_version = "io.modelcontextprotocol/protocolVersion";
+inline constexpr const char* client_capabilities = "io.modelcontextprotocol/clientCapabilities";
+inline constexpr const char* client_info = "io.modelcontextprotocol/clientInfo";
+inline constexpr const char* log_level = "io.modelcontextprotocol/logLevel";
+inline constexpr const char* subscription_id = "io.modelcontextprotocol/subscriptionId";
+inline constexpr const char* server_info = "io.modelcontextprotocol/serverInfo";
+}  // namespace key
+
+// The bridge's own `_meta` keys on server→client requests that stand for one input request of
+// an `input_required` round while they cross a 2025 session (MQTT): the egress sets them, the
+// ingress reads them, so the keys a 2026 server chose reach a 2026 client unchanged. Other
+// peers ignore unknown `_meta` members.
+namespace bridge_key {
+inline constexpr const char* input_key = "mcp-mqtt-bridge/inputKey";      // string
+inline constexpr const char* input_round = "mcp-mqtt-bridge/inputRound";  // {"size": N}
+}  // namespace bridge_key
+
+// HTTP request headers (basic/transports/streamable-http §Standard Request Headers).
+namespace header {
+inline constexpr const char* protocol_version = "MCP-Protocol-Version";
+inline constexpr const char* method = "Mcp-Method";
+inline constexpr const char* name = "Mcp-Name";
+}  // namespace header
+
+// Error codes MCP owns (basic/index §Error Codes).
+namespace code {
+inline constexpr int header_mismatch = -32020;
+inline constexpr int missing_client_capability = -32021;
+inline constexpr int unsupported_version = -32022;
+// Resource not found before 2026-07-28; MUST NOT be emitted by 2026 implementations (-32602).
+inline constexpr int legacy_resource_not_found = -32002;
+}  // namespace code
+
+// ---- classifying and reading a request ---------------------------------------------------------
+
+// The claim that decides the era of a request or notification: params._meta holds
+// io.modelcontextprotocol/protocolVersion (of any value). Only that key decides.
+bool claims_modern(const jsonrpc::Message& m);
+
+// A request's envelope, validated. JSON members are kept as JSON text.
+struct Envelope {
+  std::string protocol_version;
+  std::string client_capabilities_json = "{}";  // an object
+  std::string client_info_json;                 // an object, or empty when absent
+  std::optional<std::string> log_level;         // debug … emergency
+  std::optional<jsonrpc::Id> progress_token;
+};
+
+// Reads params._meta. Missing _meta, a missing required key, or a member of the wrong type gives
+// -32602 with data {"envelope": {"key": K, "problem": "missing" | "invalid"}} (basic/index §_meta:
+// "MUST reject it with -32602"; on HTTP with status 400). The version is not checked here.
+Expected<Envelope, jsonrpc::Error> read_envelope(const jsonrpc::Message& m);
+
+// The log levels of the revision, lowest first; nullopt for anything else.
+std::optional<int> log_level_rank(std::string_view level);
+
+// The standard headers as received (nullopt: absent). Values are compared after decoding the
+// `=?base64?…?=` form and trimming optional whitespace.
+struct Headers {
+  std::optional<std::string> protocol_version;
+  std::optional<std::string> method;
+  std::optional<std::string> name;
+};
+// streamable-http §Server Validation: MCP-Protocol-Version must equal the envelope's version,
+// Mcp-Method the method (requests), Mcp-Name the name or URI (tools/call, prompts/get,
+// resources/read). Any mismatch, missing header or malformed value: -32020 (HTTP 400) with
+// data {"mismatch": {"header": …, "body": …}}.
+std::optional<jsonrpc::Error> check_headers(const jsonrpc::Message& m, const Envelope& envelope,
+                                            const Headers& headers);
+
+// The value Mcp-Name carries for this request (params.name of tools/call and prompts/get,
+// params.uri of resources/read), or nullopt.
+std::optional<std::string> name_of(const jsonrpc::Message& m);
+// A header value as sent: unchanged when it is plain visible ASCII without surrounding spaces,
+// else `=?base64?{Base64 of the UTF-8}?=` (streamable-http §Value Encoding).
+std::string encode_header_value(std::string_view value);
+// The inverse; nullopt for a malformed `=?base64?…?=` value.
+std::optional<std::string> decode_header_value(std::string_view value);
+
+// ---- methods -----------------------------------------------------------------------------------
+
+// Methods of the 2026-07-28 request registry (schema ClientRequest).
+bool is_modern_request_method(std::string_view method);
+// Methods the revision removed (initialize, ping, logging/setLevel, resources/subscribe and
+// unsubscribe, the tasks family, server→client requests): sent with the modern envelope they get
+// 404 / -32601.
+bool is_removed_method(std::string_view method);
+// Results that carry ttlMs and cacheScope (schema CacheableResult).
+bool is_cacheable_method(std::string_view method);
+// Requests whose result may be input_required (basic/patterns/mrtr §Supported Requests).
+bool allows_input_required(std::string_view method);
+// The client capability an input request of this method needs ("elicitation", "sampling",
+// "roots"), or empty.
+std::string_view capability_for_input(std::string_view method);
+
+// ---- errors ------------------------------------------------------------------------------------
+
+// -32022 with data {"supported": […], "requested": V} (requested omitted when empty).
+jsonrpc::Error unsupported_version(std::string_view requested);
+// -32020 with data {"mismatch": {"header": H, "body": B}}.
+jsonrpc::Error header_mismatch(std::string_view header_value, std::string_view detail);
+// -32601 for a method the revision removed, naming it.
+jsonrpc::Error removed_method(std::string_view method);
+// The HTTP status of a modern error response: 400 for -32020, -32021, -32022 and envelope
+// errors (`envelope_error`), 404 for -32601, 200 (in-band) for anything else.
+unsigned http_status_for(int error_code, bool envelope_error = false);
+
+// ---- results -----------------------------------------------------------------------------------
+
+// A result as a modern client expects it (basic/index §ResultType, schema CacheableResult):
+// resultType "complete" when absent; ttlMs 0 and cacheScope "private" on cacheable methods when
+// absent; _meta[serverInfo] = `server_info_json` when given and absent. Returns the result's
+// JSON text.
+std::string complete_result(const rapidjson::Value& result, std::string_view method,
+                            std::string_view server_info_json = {});
+
+// ---- building requests for a modern server -----------------------------------------------------
+
+// `params_json` (an object, or empty for none) with the envelope merged into its _meta (keys the
+// request already has win, as the v2 SDK does): what a modern server expects on every request.
+std::string with_envelope(std::string_view params_json, const Envelope& envelope);
+// `params` with the envelope keys removed from _meta (and _meta dropped when nothing is left),
+// for a 2025 server. progressToken and every other member stay.
+std::string without_envelope(const rapidjson::Value* params);
+
+}  // namespace mcpmqtt::modern

@@ -1,0 +1,219 @@
+// The 2026-07-28 vocabulary (bridge/protocol/modern.hpp).
+#include "bridge/protocol/modern.hpp"
+
+#include <catch2/catch.hpp>
+#include <rapidjson/document.h>
+
+namespace mcpmqtt::modern {
+namespace {
+
+jsonrpc::Message msg(const std::string& text) {
+  auto m = jsonrpc::Message::parse(text);
+  REQUIRE(m);
+  return *m;
+}
+
+rapidjson::Document doc(const std::string& text) {
+  rapidjson::Document d;
+  d.Parse(text.c_str());
+  REQUIRE_FALSE(d.HasParseError());
+  return d;
+}
+
+const std::string kEnvelope = R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
+                              R"("io.modelcontextprotocol/clientCapabilities":{"sampling":{}},)"
+                              R"("io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}})";
+
+TEST_CASE("modern: the claim is params._meta protocolVersion, and only that key",
+          "[modern][basic/versioning]") {
+  CHECK(claims_modern(
+      msg(R"({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{)" + kEnvelope + "}}")));
+  CHECK_FALSE(claims_modern(msg(
+      R"({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/clientInfo":{}}}})")));
+  CHECK_FALSE(claims_modern(msg(R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})")));
+  CHECK_FALSE(claims_modern(msg(R"({"jsonrpc":"2.0","id":1,"result":{}})")));
+  // Even a 2025 version in the claim makes the request modern (and then -32022).
+  CHECK(claims_modern(msg(
+      R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}})")));
+}
+
+TEST_CASE("modern: basic/index §_meta — the envelope is read, and a missing key is -32602",
+          "[modern][basic/index]") {
+  auto ok = read_envelope(msg(
+      R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},"io.modelcontextprotocol/logLevel":"info","progressToken":7}}})"));
+  REQUIRE(ok);
+  CHECK(ok->protocol_version == "2026-07-28");
+  CHECK(ok->client_capabilities_json == R"({"elicitation":{}})");
+  CHECK(ok->client_info_json.empty());  // optional since spec PR #3002
+  CHECK(ok->log_level == "info");
+  CHECK(ok->progress_token == jsonrpc::Id::integer(7));
+
+  auto no_meta = read_envelope(msg(R"({"jsonrpc":"2.0","id":1,"method":"server/discover"})"));
+  REQUIRE_FALSE(no_meta);
+  CHECK(no_meta.error().code == jsonrpc::code::invalid_params);
+  CHECK(no_meta.error().data_json == R"({"envelope":{"key":"_meta","problem":"missing"}})");
+
+  auto no_caps = read_envelope(msg(
+      R"({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})"));
+  REQUIRE_FALSE(no_caps);
+  CHECK(no_caps.error().code == jsonrpc::code::invalid_params);
+  CHECK(no_caps.error().message.find("clientCapabilities: missing") != std::string::npos);
+
+  auto bad_level = read_envelope(msg(
+      R"({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"loud"}}})"));
+  REQUIRE_FALSE(bad_level);
+  CHECK(bad_level.error().message.find("logLevel: invalid") != std::string::npos);
+
+  auto bad_version_type = read_envelope(msg(
+      R"({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":20260728,"io.modelcontextprotocol/clientCapabilities":{}}}})"));
+  REQUIRE_FALSE(bad_version_type);
+  CHECK(bad_version_type.error().message.find("protocolVersion: invalid") != std::string::npos);
+}
+
+TEST_CASE("modern: streamable-http §Server Validation — headers must agree with the body (-32020)",
+          "[modern][streamable-http]") {
+  const auto call =
+      msg(R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"héllo",)" + kEnvelope +
+          "}}");
+  auto env = read_envelope(call);
+  REQUIRE(env);
+  const std::string encoded = encode_header_value("héllo");
+  CHECK(encoded.rfind("=?base64?", 0) == 0);
+
+  Headers good{"2026-07-28", "tools/call", encoded};
+  CHECK_FALSE(check_headers(call, *env, good));
+
+  auto check = [&](Headers h, const std::string& needle) {
+    auto e = check_headers(call, *env, h);
+    REQUIRE(e);
+    CHECK(e->code == code::header_mismatch);
+    CHECK(http_status_for(e->code) == 400);
+    CHECK(e->message.find(needle) != std::string::npos);
+  };
+  check({std::nullopt, "tools/call", encoded}, "MCP-Protocol-Version is required");
+  check({"2025-11-25", "tools/call", encoded}, "differs from _meta");
+  check({"2026-07-28", std::nullopt, encoded}, "Mcp-Method is required");
+  check({"2026-07-28", "TOOLS/CALL", encoded}, "does not name the method");  // case-sensitive
+  check({"2026-07-28", "tools/call", std::nullopt}, "Mcp-Name is required");
+  check({"2026-07-28", "tools/call", "hello"}, "differs from the body's name");
+  check({"2026-07-28", "tools/call", "=?base64?aGk?=?="}, "not a valid");
+
+  // Surrounding whitespace is not part of the value.
+  Headers spaced{" 2026-07-28 ", " tools/call", " " + encoded + " "};
+  CHECK_FALSE(check_headers(call, *env, spaced));
+  // A notification needs only the version.
+  const auto note =
+      msg(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,)" +
+          kEnvelope + "}}");
+  CHECK_FALSE(check_headers(note, *env, Headers{"2026-07-28", std::nullopt, std::nullopt}));
+}
+
+TEST_CASE("modern: streamable-http §Value Encoding — base64 sentinel both ways, strictly",
+          "[modern][streamable-http]") {
+  CHECK(encode_header_value("tools/call") == "tools/call");
+  CHECK(encode_header_value("with space") == "with space");
+  CHECK(encode_header_value(" lead") == "=?base64?IGxlYWQ=?=");
+  CHECK(encode_header_value("=?base64?x?=") == "=?base64?PT9iYXNlNjQ/eD89?=");
+  for (std::string v : {"", "a", "ab", "abc", "abcd", "é", "日本語", "line\nbreak"}) {
+    INFO(v);
+    CHECK(decode_header_value(encode_header_value(v)) == v);
+  }
+  CHECK(decode_header_value("=?base64?YWJj?=") == "abc");
+  CHECK_FALSE(decode_header_value("=?base64?YWJ?="));   // not a multiple of four
+  CHECK_FALSE(decode_header_value("=?base64?YW=j?="));  // data after padding
+  CHECK_FALSE(decode_header_value("=?base64?YW*j?="));  // outside the alphabet
+  CHECK_FALSE(decode_header_value("=?base64?YWJ=?="));  // stray bits after the data ("ab" is YWI=)
+  CHECK(decode_header_value("=?BASE64?YWJj?=") == "=?BASE64?YWJj?=");  // markers are case-sensitive
+}
+
+TEST_CASE("modern: methods — registry, removed ones, cacheable results, input_required",
+          "[modern][schema]") {
+  for (auto m : {"tools/call", "tools/list", "server/discover", "subscriptions/listen",
+                 "resources/templates/list", "completion/complete"})
+    CHECK(is_modern_request_method(m));
+  for (auto m : {"initialize", "ping", "logging/setLevel", "resources/subscribe",
+                 "resources/unsubscribe", "tasks/get", "elicitation/create", "roots/list",
+                 "sampling/createMessage", "notifications/initialized"}) {
+    INFO(m);
+    CHECK(is_removed_method(m));
+    CHECK_FALSE(is_modern_request_method(m));
+  }
+  CHECK_FALSE(is_removed_method("tools/call"));
+  CHECK(is_cacheable_method("resources/read"));
+  CHECK_FALSE(is_cacheable_method("tools/call"));
+  CHECK(allows_input_required("prompts/get"));
+  CHECK_FALSE(allows_input_required("tools/list"));
+  CHECK(capability_for_input("elicitation/create") == "elicitation");
+  CHECK(capability_for_input("tools/call").empty());
+}
+
+TEST_CASE("modern: versions and the -32022 error's data", "[modern][basic/versioning]") {
+  CHECK(is_supported_version("2026-07-28"));
+  CHECK_FALSE(is_supported_version("2025-11-25"));
+  CHECK(is_modern_version_string("2026-07-28"));
+  CHECK(is_modern_version_string("2027-01-01"));
+  CHECK_FALSE(is_modern_version_string("2025-11-25"));
+  CHECK_FALSE(is_modern_version_string("v999.0.0"));
+  auto e = unsupported_version("v999.0.0");
+  CHECK(e.code == -32022);
+  CHECK(e.data_json == R"({"supported":["2026-07-28"],"requested":"v999.0.0"})");
+  CHECK(http_status_for(e.code) == 400);
+  CHECK(unsupported_version("").data_json == R"({"supported":["2026-07-28"]})");
+  CHECK(http_status_for(jsonrpc::code::method_not_found) == 404);
+  CHECK(http_status_for(code::missing_client_capability) == 400);
+  CHECK(http_status_for(jsonrpc::code::invalid_params) == 200);
+  CHECK(http_status_for(jsonrpc::code::invalid_params, true) == 400);
+}
+
+TEST_CASE("modern: basic/index §ResultType — results completed for a modern client",
+          "[modern][basic/index]") {
+  auto list = doc(R"({"tools":[]})");
+  auto out = doc(complete_result(list, "tools/list", R"({"name":"s","version":"1"})"));
+  CHECK(std::string(out["resultType"].GetString()) == "complete");
+  CHECK(out["ttlMs"].GetInt() == 0);
+  CHECK(std::string(out["cacheScope"].GetString()) == "private");
+  CHECK(std::string(out["_meta"]["io.modelcontextprotocol/serverInfo"]["name"].GetString()) == "s");
+
+  // What the server set stays.
+  auto own = doc(R"({"tools":[],"ttlMs":500,"cacheScope":"public","resultType":"complete"})");
+  auto kept = doc(complete_result(own, "tools/list"));
+  CHECK(kept["ttlMs"].GetInt() == 500);
+  CHECK(std::string(kept["cacheScope"].GetString()) == "public");
+  CHECK_FALSE(kept.HasMember("_meta"));
+
+  // Not cacheable: no ttlMs; input_required: no cache fields either.
+  auto call = doc(complete_result(doc(R"({"content":[]})"), "tools/call"));
+  CHECK_FALSE(call.HasMember("ttlMs"));
+  auto ir = doc(complete_result(doc(R"({"resultType":"input_required","requestState":"x"})"),
+                                "resources/read"));
+  CHECK_FALSE(ir.HasMember("ttlMs"));
+}
+
+TEST_CASE("modern: the envelope added for a modern server and removed for a 2025 one",
+          "[modern][basic/index]") {
+  Envelope e;
+  e.protocol_version = "2026-07-28";
+  e.client_capabilities_json = R"({"roots":{}})";
+  e.client_info_json = R"({"name":"c","version":"1"})";
+  e.log_level = "debug";
+  auto p = doc(with_envelope(R"({"name":"t","_meta":{"progressToken":4}})", e));
+  const auto& meta = p["_meta"];
+  CHECK(meta["progressToken"].GetInt() == 4);
+  CHECK(std::string(meta[key::protocol_version].GetString()) == "2026-07-28");
+  CHECK(meta[key::client_capabilities].HasMember("roots"));
+  CHECK(std::string(meta[key::client_info]["name"].GetString()) == "c");
+  CHECK(std::string(meta[key::log_level].GetString()) == "debug");
+  CHECK(doc(with_envelope("", e))["_meta"].HasMember(key::protocol_version));
+
+  auto stripped = doc(without_envelope(&p));
+  CHECK(std::string(stripped["name"].GetString()) == "t");
+  CHECK(stripped["_meta"].MemberCount() == 1);
+  CHECK(stripped["_meta"]["progressToken"].GetInt() == 4);
+  const auto enveloped = doc(with_envelope(R"({"a":1})", e));
+  auto bare = doc(without_envelope(&enveloped));
+  CHECK_FALSE(bare.HasMember("_meta"));
+  CHECK(without_envelope(nullptr).empty());
+}
+
+}  // namespace
+}  // namespace mcpmqtt::modern
