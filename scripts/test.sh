@@ -6,6 +6,9 @@ cd "$(dirname "$0")/.."
 start=$(date +%s)
 
 scripts/install-deps.sh --test
+# Everything the tests need is installed now: a test that finds a tool or prerequisite missing
+# fails instead of warning and passing (tests/support/prerequisite.hpp).
+export MCPMQTT_REQUIRE_TOOLS=1
 
 status=0
 # A formatting slip fails the run but does not hide what the tests say.

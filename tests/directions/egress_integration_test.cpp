@@ -9,6 +9,7 @@
 #include "tests/support/bridge_process.hpp"
 #include "tests/support/mosquitto.hpp"
 #include "tests/support/mqtt_mcp_client.hpp"
+#include "tests/support/wait.hpp"
 
 using namespace mcpmqtt::test;
 using namespace std::chrono_literals;
@@ -24,17 +25,6 @@ std::unique_ptr<BridgeProcess> expose_everything(const Mosquitto& broker) {
       "The MCP reference server", "--", node_binary(), server_everything(), "stdio"});
   REQUIRE(b->wait_for_log("[server demo/everything] online"));
   return b;
-}
-
-// Polls until `pred` holds.
-template <typename Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout = 15s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return pred();
 }
 
 std::string config_with(const Mosquitto& broker, const std::string& servers,
@@ -149,9 +139,10 @@ TEST_CASE(
   REQUIRE(client.initialize());
   const int call = client.send_request(
       "tools/call",
-      R"({"name":"trigger-long-running-operation","arguments":{"duration":30,"steps":3}})");
+      R"({"name":"trigger-long-running-operation","arguments":{"duration":30,"steps":30},"_meta":{"progressToken":"p1"}})");
   REQUIRE(eventually([&] { return children_of(bridge->pid()).size() == 1; }));
-  std::this_thread::sleep_for(300ms);  // the request has reached the child
+  // The first progress notification: the request has reached the child, which is working on it.
+  REQUIRE(client.next_containing("notifications/progress", 15s));
   ::kill(children_of(bridge->pid()).at(0), SIGKILL);
   auto r = client.response(call, 15s);
   REQUIRE(r);

@@ -270,9 +270,16 @@ TEST_CASE(
       bhttp::verb::post, "/mcp", post_headers(host, sid, "2025-06-18"),
       request_body(
           7, "tools/call",
-          R"({"name":"trigger-long-running-operation","arguments":{"duration":30,"steps":30}})"));
+          R"({"name":"trigger-long-running-operation","arguments":{"duration":30,"steps":30},"_meta":{"progressToken":"p7"}})"));
   REQUIRE(call.read_header().status == 200);
-  std::this_thread::sleep_for(500ms);
+  // The first progress event: the call has crossed both bridges and the child is working on it.
+  bool progressing = false;
+  while (!progressing) {
+    auto e = call.next_message(20s);
+    REQUIRE(e);
+    auto m = e->message();
+    progressing = m && m->method() == "notifications/progress";
+  }
   egress->process().signal_group(SIGKILL);
   std::optional<Message> answer;
   while (auto e = call.next_message(20s)) {

@@ -11,6 +11,7 @@
 #include "bridge/subscription_hub.hpp"
 #include "tests/http/server_test_support.hpp"
 #include "tests/support/ingress_bridge.hpp"
+#include "tests/support/wait.hpp"
 
 using namespace mcpmqtt::test;
 using namespace std::chrono_literals;
@@ -130,15 +131,6 @@ const std::string kUpdated = "notifications/resources/updated";
 const std::string kTools = "notifications/tools/list_changed";
 const std::string kPrompts = "notifications/prompts/list_changed";
 const std::string kAck = "notifications/subscriptions/acknowledged";
-
-bool eventually(const std::function<bool()>& ok, std::chrono::seconds limit = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (ok()) return true;
-    std::this_thread::sleep_for(100ms);
-  }
-  return ok();
-}
 
 }  // namespace
 

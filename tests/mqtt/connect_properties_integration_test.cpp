@@ -15,6 +15,7 @@
 #include "tests/support/fake_broker.hpp"
 #include "tests/support/io.hpp"
 #include "tests/support/test_connection.hpp"
+#include "tests/support/wait.hpp"
 
 namespace bridge = mcpmqtt::bridge;
 namespace config = mcpmqtt::config;
@@ -247,10 +248,7 @@ TEST_CASE(
   CHECK(subscribed.count("$mcp-server/presence/+/fleet/+/status"));
   CHECK(subscribed.count("$mcp-server/presence/+/tools/#"));
   // The configured filter was replaced.
-  const auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (broker.unsubscribed().empty() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(10ms);
-  }
+  eventually([&] { return !broker.unsubscribed().empty(); }, 5s);
   CHECK(broker.unsubscribed() == std::vector<std::string>{"$mcp-server/presence/+/#"});
   CHECK(directory->filters() == std::vector<std::string>{"fleet/+/status", "tools/#"});
   CHECK(directory->to_json().find(

@@ -8,6 +8,7 @@
 #include "tests/support/mosquitto.hpp"
 #include "tests/support/observer.hpp"
 #include "tests/support/test_connection.hpp"
+#include "tests/support/wait.hpp"
 
 namespace bridge = mcpmqtt::bridge;
 namespace config = mcpmqtt::config;
@@ -21,17 +22,6 @@ namespace {
 std::string online(const std::string& name, const std::string& description) {
   return R"({"jsonrpc":"2.0","method":"notifications/server/online","params":{"server_name":")" +
          name + R"(","description":")" + description + R"(","meta":{"k":1}}})";
-}
-
-// Polls until `pred` holds or the deadline passes (the directory is updated on another thread).
-template <typename Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return pred();
 }
 
 mcpmqtt::mqtt::BrokerOptions broker_config(const std::string& url) {
