@@ -30,7 +30,6 @@ using jsonrpc::Message;
 
 namespace {
 
-constexpr std::uint32_t kHeaderLimit = 32 * 1024;
 // Bodies of refused requests up to this size are read and dropped to keep the connection.
 constexpr std::uint64_t kDiscardLimit = 64 * 1024;
 // Bytes a client may send ahead (pipelining) while its current response is in progress.
@@ -209,7 +208,7 @@ void ServerConnection::do_read() {
   if (phase_ == Phase::closed) return;
   phase_ = Phase::reading;
   parser_.emplace();
-  parser_->header_limit(kHeaderLimit);
+  parser_->header_limit(kRequestHeaderLimit);
   parser_->body_limit(state_->http.limits.max_body_bytes);
   // One deadline for the whole request, header and body.
   stream_.expires_after(std::chrono::seconds(state_->http.limits.request_header_timeout_s));
@@ -298,7 +297,7 @@ void ServerConnection::on_read_error(beast::error_code ec) {
   if (ec == bhttp::error::header_limit) {
     write_response(error_response(431, jsonrpc::code::connection_closed,
                                   "Request Header Fields Too Large: at most " +
-                                      std::to_string(kHeaderLimit) + " bytes of headers"),
+                                      std::to_string(kRequestHeaderLimit) + " bytes of headers"),
                    true);
     return;
   }

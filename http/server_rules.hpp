@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,6 +38,12 @@ Route parse_route(std::string_view target);
 
 // Percent-decoding of a path; nullopt for a malformed escape.
 std::optional<std::string> percent_decode(std::string_view s);
+
+// ---- requests ----------------------------------------------------------------------------------
+
+// The request parser's bound on the request line and header fields together (a request past it
+// gets 431); the body's bound is http.limits.max_body_bytes.
+inline constexpr std::uint32_t kRequestHeaderLimit = 32 * 1024;
 
 // ---- DNS rebinding protection (002 §Security Warning) ------------------------------------------
 //

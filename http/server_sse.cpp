@@ -72,7 +72,7 @@ void keep_chunk_tail(std::string& data, const char* head, std::size_t head_len, 
   else
     data.erase(0, std::min(sent - head_len, size));
   const std::size_t crlf_sent = sent > head_len + size ? sent - head_len - size : 0;
-  data.append("\r\n" + crlf_sent, 2 - crlf_sent);
+  data.append(std::string_view("\r\n").substr(crlf_sent));
 }
 
 }  // namespace mcpmqtt::http
