@@ -63,6 +63,79 @@ rapidjson::ParseResult parse_wire(std::string_view text, Handler& handler,
   return reader.Parse<Flags>(is, handler);
 }
 
+// The length of the well-formed UTF-8 sequence at the start of `s` (RFC 3629: no overlong
+// forms, no surrogates, nothing above U+10FFFF), or 0 when there is none.
+std::size_t utf8_sequence(std::string_view s) {
+  const auto b = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  const unsigned char lead = b(0);
+  if (lead < 0x80) return 1;
+  std::size_t n;
+  unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    n = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    n = 3;
+    if (lead == 0xE0) lo = 0xA0;  // overlong
+    if (lead == 0xED) hi = 0x9F;  // UTF-16 surrogates
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    n = 4;
+    if (lead == 0xF0) lo = 0x90;  // overlong
+    if (lead == 0xF4) hi = 0x8F;  // above U+10FFFF
+  } else {
+    return 0;
+  }
+  if (s.size() < n || b(1) < lo || b(1) > hi) return 0;
+  for (std::size_t i = 2; i < n; ++i)
+    if ((b(i) & 0xC0) != 0x80) return 0;
+  return n;
+}
+
+// `s` with every byte that is not part of well-formed UTF-8 replaced by U+FFFD, so that it can
+// be written into JSON text: what the bridge quotes (a header value, a path, a method in an
+// error message) may come from a peer, byte for byte.
+std::string scrub_utf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 8);
+  while (!s.empty()) {
+    const std::size_t n = utf8_sequence(s);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";
+      s.remove_prefix(1);
+    } else {
+      out.append(s.data(), n);
+      s.remove_prefix(n);
+    }
+  }
+  return out;
+}
+
+bool valid_utf8(std::string_view s) {
+  while (!s.empty()) {
+    const std::size_t n = utf8_sequence(s);
+    if (n == 0) return false;
+    s.remove_prefix(n);
+  }
+  return true;
+}
+
+// At most `max` bytes of `s`, not cutting a UTF-8 sequence in two (for excerpts in messages).
+std::string_view cut_utf8(std::string_view s, std::size_t max) {
+  if (s.size() <= max) return s;
+  std::size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80)
+    --cut;
+  return s.substr(0, cut);
+}
+
+// RapidJSON decodes a JSON escape of a lone low surrogate (U+DC00 to U+DFFF) into the bytes
+// ED B0..BF xx, which are not UTF-8 (a lone high surrogate is already a parse error). Raw text
+// is validated, so in a decoded string these bytes can only come from such an escape.
+bool holds_lone_surrogate(std::string_view s) {
+  for (auto p = s.find('\xED'); p != std::string_view::npos; p = s.find('\xED', p + 1))
+    if (p + 1 < s.size() && static_cast<unsigned char>(s[p + 1]) >= 0xA0) return true;
+  return false;
+}
+
 const char* json_type_name(rapidjson::Type t) {
   switch (t) {
     case rapidjson::kNullType:
@@ -162,6 +235,7 @@ struct Classified {
   std::optional<Id> subscription_id;
   std::string first_problem;  // a structural problem found while streaming
   bool depth_exceeded = false;
+  bool lone_surrogate = false;  // a string escapes a lone UTF-16 surrogate
 };
 
 // A RapidJSON SAX handler that classifies a message without building a document.
@@ -196,12 +270,13 @@ class Classifier {
   bool RawNumber(const char*, rapidjson::SizeType, bool) { return value(rapidjson::kNumberType); }
   bool String(const char* s, rapidjson::SizeType n, bool) {
     std::string_view sv(s, n);
+    if (holds_lone_surrogate(sv)) return lone_surrogate();
     const Field f = take();
     switch (f) {
       case Field::jsonrpc:
         out_.jsonrpc_ok = (sv == "2.0");
         if (!out_.jsonrpc_ok)
-          problem("\"jsonrpc\" must be \"2.0\", found \"" + std::string(sv.substr(0, 32)) + "\"");
+          problem("\"jsonrpc\" must be \"2.0\", found \"" + std::string(cut_utf8(sv, 32)) + "\"");
         break;
       case Field::id:
         out_.id_state = Classified::IdState::string;
@@ -228,6 +303,7 @@ class Classifier {
     return true;
   }
   bool Key(const char* s, rapidjson::SizeType n, bool) {
+    if (holds_lone_surrogate(std::string_view(s, n))) return lone_surrogate();
     pending_ = field_for(std::string_view(s, n));
     return true;
   }
@@ -396,6 +472,12 @@ class Classifier {
     }
   }
 
+  // Stops the parse: the text holds no valid Unicode string there.
+  bool lone_surrogate() {
+    out_.lone_surrogate = true;
+    return false;
+  }
+
   bool start(rapidjson::Type t) {
     if (frames_.size() >= max_depth_) {
       out_.depth_exceeded = true;
@@ -443,6 +525,16 @@ ParseFailure failure(int c, std::string message, Id id = {}) {
   return ParseFailure{Error{c, std::move(message), {}}, std::move(id)};
 }
 
+// RFC 8259: a raw NUL is never part of JSON text (not whitespace, and escaped in strings). The
+// parser would take it for the end of the text and accept what precedes it, passing on what
+// follows.
+std::optional<ParseFailure> nul_failure(std::string_view text) {
+  const auto nul = text.find('\0');
+  if (nul == std::string_view::npos) return std::nullopt;
+  return failure(code::parse_error, "invalid JSON at " + position_of(text, nul) +
+                                        ": a NUL byte, which JSON text never holds");
+}
+
 }  // namespace
 
 struct Message::State {
@@ -476,6 +568,7 @@ Expected<Message, ParseFailure> Message::parse(std::shared_ptr<const std::string
   const std::string_view tok = first_token(sv);
   if (tok.empty())
     return unexpected(failure(code::parse_error, "empty message: expected a JSON object"));
+  if (auto nul = nul_failure(sv)) return unexpected(std::move(*nul));
 
   Classified c;
   Classifier handler(c, limits.max_depth);
@@ -486,6 +579,13 @@ Expected<Message, ParseFailure> Message::parse(std::shared_ptr<const std::string
       return unexpected(
           failure(code::invalid_request,
                   "nesting deeper than " + std::to_string(limits.max_depth) + " levels"));
+    }
+    if (c.lone_surrogate) {
+      // RFC 8259 §8.2: such a string is no Unicode text; RFC 7493 (I-JSON) forbids it.
+      return unexpected(failure(code::parse_error,
+                                std::string("invalid JSON at ") + position_of(sv, ok.Offset()) +
+                                    ": a \\u escape names a lone UTF-16 surrogate, which is "
+                                    "no Unicode character"));
     }
     return unexpected(failure(code::parse_error, std::string("invalid JSON at ") +
                                                      position_of(sv, ok.Offset()) + ": " +
@@ -794,6 +894,7 @@ Expected<Body, ParseFailure> parse_body(std::string text, const Limits& limits) 
                                                          std::to_string(limits.max_bytes) +
                                                          " bytes"));
   }
+  if (auto nul = nul_failure(text)) return unexpected(std::move(*nul));
   SyntaxOnly syntax;
   syntax.max_depth = limits.max_depth;
   const rapidjson::ParseResult ok = parse_wire<kWireFlags>(text, syntax);
@@ -844,6 +945,11 @@ std::string serialize_batch(const std::vector<Message>& messages) {
 }
 
 std::string quote(std::string_view s) {
+  std::string scrubbed;
+  if (!all_ascii(s) && !valid_utf8(s)) {
+    scrubbed = scrub_utf8(s);
+    s = scrubbed;
+  }
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w(buf);
   w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));

@@ -172,7 +172,9 @@ Expected<Body, ParseFailure> parse_body(std::shared_ptr<const std::string> text,
 std::string serialize_batch(const std::vector<Message>& messages);
 
 // Helpers for building JSON texts safely.
-std::string quote(std::string_view s);  // a JSON string literal
+// A JSON string literal. Bytes that are not well-formed UTF-8 (a peer's header value, say)
+// become U+FFFD: the result is always valid JSON.
+std::string quote(std::string_view s);
 std::string to_json(const rapidjson::Value& v);
 
 }  // namespace mcpmqtt::jsonrpc

@@ -401,6 +401,70 @@ TEST_CASE("quote escapes for JSON", "[jsonrpc]") {
   CHECK(quote("") == R"("")");
 }
 
+TEST_CASE("quote writes valid JSON whatever the bytes: what is not UTF-8 becomes U+FFFD",
+          "[jsonrpc][malformed]") {
+  // tests/fuzz/jsonrpc_fuzzer checks that every refusal builds its error response: an error
+  // message quoting a peer's bytes (a cut string; over HTTP a Host header or a path) made
+  // Message::error throw "internal error: built an invalid JSON-RPC message", which ended the
+  // daemon.
+  CHECK(quote("caf\xc3\xa9") == "\"caf\xc3\xa9\"");
+  CHECK(quote("a\xff") == "\"a\xef\xbf\xbd\"");
+  CHECK(quote("\xc3") == "\"\xef\xbf\xbd\"");                                  // cut short
+  CHECK(quote("\xed\xa0\x80") == "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"");  // a surrogate
+  CHECK(quote("\xc0\xaf") == "\"\xef\xbf\xbd\xef\xbf\xbd\"");                  // overlong
+  const auto m = Message::error(Id::integer(3), code::connection_closed,
+                                "Forbidden: Host header \"\xff\xfe\" is not accepted");
+  CHECK(m.kind() == Kind::error);
+  CHECK(m.error().message == "Forbidden: Host header \"\xef\xbf\xbd\xef\xbf\xbd\" is not accepted");
+  CHECK(Message::notification("x/\x80").method() == "x/\xef\xbf\xbd");
+}
+
+TEST_CASE("every refusal can be sent back: a cut excerpt keeps UTF-8 sequences whole",
+          "[jsonrpc][malformed]") {
+  // tests/fuzz/jsonrpc_fuzzer, corpus regression-jsonrpc-cut-utf8: "jsonrpc" quoted
+  // in the error was cut at 32 bytes, inside a two-byte character.
+  std::string value = "a";
+  for (int i = 0; i < 20; ++i)
+    value += "\xc3\xa9";
+  auto f = bad(R"({"jsonrpc":")" + value + R"(","method":"x"})");
+  CHECK(f.error.code == code::invalid_request);
+  CHECK(f.error.message == "\"jsonrpc\" must be \"2.0\", found \"" + value.substr(0, 31) + "\"");
+  const auto reply = Message::error(f.id, f.error);
+  CHECK(reply.error().message == f.error.message);
+}
+
+TEST_CASE("a NUL byte anywhere is a parse error, not the end of the text", "[jsonrpc][malformed]") {
+  // tests/fuzz/jsonrpc_fuzzer, corpus regression-jsonrpc-nul: RapidJSON took the NUL
+  // for the end of the text, so what followed it was accepted and passed on unread.
+  const std::string text = std::string(R"({"jsonrpc":"2.0","method":"x"})") + '\0' + "garbage";
+  auto f = bad(text);
+  CHECK(f.error.code == code::parse_error);
+  CHECK(f.error.message ==
+        "invalid JSON at line 1 column 31: a NUL byte, which JSON text never holds");
+  auto body = parse_body("[" + text + "]");
+  REQUIRE_FALSE(body);
+  CHECK(body.error().error.code == code::parse_error);
+  CHECK(bad(std::string("{\"jsonrpc\":\"2.0\",\"method\":\"a\0b\"}")).error.code ==
+        code::parse_error);
+}
+
+TEST_CASE("a lone UTF-16 surrogate escaped in a string is a parse error", "[jsonrpc][malformed]") {
+  // tests/fuzz/jsonrpc_fuzzer, corpus regression-jsonrpc-lone-surrogate: RapidJSON
+  // decodes \udc00 to bytes that are not UTF-8, so with_id() and every error quoting the
+  // method threw. RFC 8259 §8.2: such a string is no Unicode text.
+  for (const char* text : {R"({"jsonrpc":"2.0","method":"x\udc00"})",
+                           R"({"jsonrpc":"2.0","id":1,"method":"m","params":{"a":"\uDFFF"}})",
+                           R"({"jsonrpc":"2.0","id":1,"result":{"\udc00":1}})"}) {
+    auto f = bad(text);
+    CHECK(f.error.code == code::parse_error);
+    CHECK(f.error.message.find("a \\u escape names a lone UTF-16 surrogate") != std::string::npos);
+  }
+  // A pair is fine, and so is every other escape.
+  auto m = ok(R"({"jsonrpc":"2.0","id":1,"method":"m\ud83d\ude00\u00e9\ud7ff\ue000"})");
+  CHECK(m.method() == "m\xf0\x9f\x98\x80\xc3\xa9\xed\x9f\xbf\xee\x80\x80");
+  CHECK(m.with_id(Id::integer(2)).method() == m.method());
+}
+
 TEST_CASE("jsonrpc 000: a notification's subscriptionId is read without building a document",
           "[jsonrpc]") {
   auto n = Message::parse(

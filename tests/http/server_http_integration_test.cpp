@@ -413,3 +413,46 @@ TEST_CASE("http: listening on IPv6 loopback", "[http][integration]") {
   auto local = c.request(bhttp::verb::get, "/servers", {{"Host", "localhost:1"}});
   CHECK(local.status == 200);
 }
+
+TEST_CASE(
+    "http: header values and paths that are not UTF-8 are quoted in the error, and the server "
+    "keeps serving",
+    "[http][integration]") {
+  // The throw tests/fuzz/jsonrpc_fuzzer caught in Message::error, reached from the HTTP front
+  // (corpus regression-http-not-utf8): an error body quoting a peer's bytes that are not UTF-8
+  // (a Host, an Origin, a path, a version, a Last-Event-ID) threw from the connection's handler,
+  // which ended the daemon.
+  TestServer ts;
+  const auto sid = open_session(ts);
+  const auto host = ts.host();
+  const std::string fffd = "\xef\xbf\xbd";
+  auto raw = [&](const std::string& request) {
+    RawClient c(ts.endpoint);
+    REQUIRE(c.write_raw(request));
+    return c.read_response();
+  };
+  auto r = raw("GET /servers HTTP/1.1\r\nHost: evil\xff.example\r\n\r\n");
+  CHECK(r.status == 403);
+  CHECK(r.error_message() == "Forbidden: Host header \"evil" + fffd +
+                                 ".example\" is not accepted (DNS rebinding protection); list it "
+                                 "in http.allowed_hosts");
+  r = raw("GET /servers HTTP/1.1\r\nHost: " + host + "\r\nOrigin: http://\xc3.example\r\n\r\n");
+  CHECK(r.status == 403);
+  CHECK(r.error_message().find("http://" + fffd + ".example") != std::string::npos);
+  r = raw("GET /caf\xc3 HTTP/1.1\r\nHost: " + host + "\r\n\r\n");
+  CHECK(r.status == 404);
+  CHECK(r.error_message().rfind("Not Found: no endpoint at /caf" + fffd + ";", 0) == 0);
+  r = raw("GET /mcp HTTP/1.1\r\nHost: " + host + "\r\nAccept: text/event-stream\r\n" +
+          "Mcp-Session-Id: " + sid + "\r\nLast-Event-ID: 1-\xff\r\n\r\n");
+  CHECK(r.status == 400);
+  CHECK(r.error_message().find("1-" + fffd) != std::string::npos);
+  const std::string body = request_body(2, "ping");
+  r = raw("POST /mcp HTTP/1.1\r\nHost: " + host +
+          "\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
+          "Mcp-Session-Id: " +
+          sid + "\r\nMCP-Protocol-Version: 2025-\xe2\x82\r\nContent-Length: " +
+          std::to_string(body.size()) + "\r\n\r\n" + body);
+  CHECK(r.status == 400);
+  CHECK(r.error_message().find("Unsupported protocol version: 2025-" + fffd) != std::string::npos);
+  check_still_serving(ts, sid);
+}
