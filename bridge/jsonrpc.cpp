@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bitset>
+#include <charconv>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -19,10 +20,13 @@ namespace mcpmqtt::jsonrpc {
 namespace {
 
 // Strict JSON (RFC 8259): UTF-8 validated, no comments or trailing commas, iterative so that
-// deep nesting cannot exhaust the stack.
-constexpr unsigned kWireFlags =
-    rapidjson::kParseValidateEncodingFlag | rapidjson::kParseIterativeFlag;
-constexpr unsigned kDomFlags = kWireFlags | rapidjson::kParseFullPrecisionFlag;
+// deep nesting cannot exhaust the stack. Numbers come as their text and are converted here
+// (read_number): RapidJSON 1.1 converts some exactly right only with kParseFullPrecisionFlag,
+// which gets others badly wrong (0e308 as -6.06e-269, 9e308 as -2.78e-308, 1.8e308 as NaN).
+constexpr unsigned kWireFlags = rapidjson::kParseValidateEncodingFlag |
+                                rapidjson::kParseIterativeFlag |
+                                rapidjson::kParseNumbersAsStringsFlag;
+constexpr unsigned kDomFlags = kWireFlags;
 constexpr unsigned kNoValidation = ~static_cast<unsigned>(rapidjson::kParseValidateEncodingFlag);
 
 // True when no byte has its high bit set: such text is valid UTF-8 as it stands, and RapidJSON's
@@ -41,6 +45,104 @@ bool all_ascii(std::string_view s) {
   }
   return true;
 }
+
+// A JSON number (already checked against the grammar) as RapidJSON's own DOM holds it: an
+// integer literal as int64 or uint64 where it fits, anything else as the nearest double
+// (std::from_chars rounds correctly). A magnitude beyond the largest double is out of range
+// (RapidJSON refuses most such numbers itself, "Number too big to be stored in double", but
+// lets 1.8e308 through); one too small for the smallest becomes zero.
+struct Number {
+  enum class Kind { int64, uint64, real, out_of_range };
+  Kind kind = Kind::real;
+  std::int64_t i = 0;
+  std::uint64_t u = 0;
+  double d = 0;
+};
+
+Number read_number(std::string_view s) {
+  Number n;
+  const char* const end = s.data() + s.size();
+  const bool negative = !s.empty() && s.front() == '-';
+  if (s.find_first_of(".eE") == std::string_view::npos) {
+    if (negative) {
+      auto [p, ec] = std::from_chars(s.data(), end, n.i);
+      if (ec == std::errc() && p == end) {
+        n.kind = Number::Kind::int64;
+        return n;
+      }
+    } else {
+      auto [p, ec] = std::from_chars(s.data(), end, n.u);
+      if (ec == std::errc() && p == end) {
+        n.kind = Number::Kind::uint64;
+        return n;
+      }
+    }
+  }
+  auto [p, ec] = std::from_chars(s.data(), end, n.d);
+  if (ec == std::errc()) return n;
+  // Out of range: too large, or too small. The decimal magnitude of the first significant
+  // digit tells which (the grammar guarantees a digit, and a nonzero one: zero never overflows).
+  const std::string_view digits = s.substr(negative ? 1 : 0);
+  const auto e = digits.find_first_of("eE");
+  const std::string_view mantissa = digits.substr(0, e);
+  long long exponent = 0;
+  if (e != std::string_view::npos) {
+    std::string_view ex = digits.substr(e + 1);
+    const bool ex_negative = !ex.empty() && ex.front() == '-';
+    if (!ex.empty() && (ex.front() == '-' || ex.front() == '+')) ex.remove_prefix(1);
+    for (char c : ex)
+      exponent = std::min<long long>(exponent * 10 + (c - '0'), 1'000'000'000);
+    if (ex_negative) exponent = -exponent;
+  }
+  const auto point = std::min(mantissa.find('.'), mantissa.size());
+  const auto first = mantissa.find_first_of("123456789");
+  const long long magnitude =
+      exponent + (first < point ? static_cast<long long>(point - first)
+                                : -static_cast<long long>(first - point - 1));
+  if (magnitude > 0) {
+    n.kind = Number::Kind::out_of_range;
+  } else {
+    n.d = negative ? -0.0 : 0.0;
+  }
+  return n;
+}
+
+// Forwards a streaming parse to a document, numbers converted by read_number.
+template <typename Handler>
+class ExactNumbers {
+ public:
+  explicit ExactNumbers(Handler& h) : h_(h) {}
+  bool Null() { return h_.Null(); }
+  bool Bool(bool b) { return h_.Bool(b); }
+  bool Int(int i) { return h_.Int(i); }
+  bool Uint(unsigned u) { return h_.Uint(u); }
+  bool Int64(std::int64_t i) { return h_.Int64(i); }
+  bool Uint64(std::uint64_t u) { return h_.Uint64(u); }
+  bool Double(double d) { return h_.Double(d); }
+  bool RawNumber(const char* s, rapidjson::SizeType n, bool) {
+    const Number v = read_number(std::string_view(s, n));
+    switch (v.kind) {
+      case Number::Kind::int64:
+        return h_.Int64(v.i);
+      case Number::Kind::uint64:
+        return h_.Uint64(v.u);
+      case Number::Kind::real:
+        return h_.Double(v.d);
+      case Number::Kind::out_of_range:
+        break;
+    }
+    return false;
+  }
+  bool String(const char* s, rapidjson::SizeType n, bool copy) { return h_.String(s, n, copy); }
+  bool StartObject() { return h_.StartObject(); }
+  bool Key(const char* s, rapidjson::SizeType n, bool copy) { return h_.Key(s, n, copy); }
+  bool EndObject(rapidjson::SizeType n) { return h_.EndObject(n); }
+  bool StartArray() { return h_.StartArray(); }
+  bool EndArray(rapidjson::SizeType n) { return h_.EndArray(n); }
+
+ private:
+  Handler& h_;
+};
 
 // Parses `text` with `handler` (SAX), validating UTF-8 only where there can be something to
 // validate. `terminated`: the byte after the text is readable and NUL (a std::string's), so
@@ -236,6 +338,7 @@ struct Classified {
   std::string first_problem;  // a structural problem found while streaming
   bool depth_exceeded = false;
   bool lone_surrogate = false;  // a string escapes a lone UTF-16 surrogate
+  bool number_too_big = false;  // a number beyond the largest double
 };
 
 // A RapidJSON SAX handler that classifies a message without building a document.
@@ -267,7 +370,21 @@ class Classifier {
     return integer(static_cast<std::int64_t>(u));
   }
   bool Double(double) { return value(rapidjson::kNumberType, /*integral=*/false); }
-  bool RawNumber(const char*, rapidjson::SizeType, bool) { return value(rapidjson::kNumberType); }
+  bool RawNumber(const char* s, rapidjson::SizeType n, bool) {
+    const Number v = read_number(std::string_view(s, n));
+    switch (v.kind) {
+      case Number::Kind::int64:
+        return integer(v.i);
+      case Number::Kind::uint64:
+        return Uint64(v.u);
+      case Number::Kind::real:
+        return Double(v.d);
+      case Number::Kind::out_of_range:
+        break;
+    }
+    out_.number_too_big = true;
+    return false;
+  }
   bool String(const char* s, rapidjson::SizeType n, bool) {
     std::string_view sv(s, n);
     if (holds_lone_surrogate(sv)) return lone_surrogate();
@@ -580,6 +697,12 @@ Expected<Message, ParseFailure> Message::parse(std::shared_ptr<const std::string
           failure(code::invalid_request,
                   "nesting deeper than " + std::to_string(limits.max_depth) + " levels"));
     }
+    if (c.number_too_big) {
+      // As RapidJSON says of the larger exponents it refuses itself.
+      return unexpected(failure(
+          code::parse_error, std::string("invalid JSON at ") + position_of(sv, ok.Offset()) + ": " +
+                                 rapidjson::GetParseError_En(rapidjson::kParseErrorNumberTooBig)));
+    }
     if (c.lone_surrogate) {
       // RFC 8259 §8.2: such a string is no Unicode text; RFC 7493 (I-JSON) forbids it.
       return unexpected(failure(code::parse_error,
@@ -697,10 +820,12 @@ const rapidjson::Document& Message::json() const {
     // Values of 16 bytes and copies of the strings: about the text's size, rarely more.
     s_->dom_pool.emplace(std::min<std::size_t>(t.size() + 512, 64 * 1024));
     auto& d = s_->dom.emplace(&*s_->dom_pool);
-    if (all_ascii(t))
-      d.Parse<kDomFlags & kNoValidation>(t.data(), t.size());
-    else
-      d.Parse<kDomFlags>(t.data(), t.size());
+    // The same reading as parse()'s, numbers converted alike; the text was accepted by it.
+    auto build = [&t](rapidjson::Document& doc) {
+      ExactNumbers<rapidjson::Document> exact(doc);
+      return !parse_wire<kDomFlags>(t, exact, /*terminated=*/true).IsError();
+    };
+    d.Populate(build);
   });
   return *s_->dom;
 }

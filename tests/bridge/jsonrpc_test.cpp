@@ -1,5 +1,7 @@
 #include "bridge/jsonrpc.hpp"
 
+#include <cmath>
+#include <cstdint>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -446,6 +448,42 @@ TEST_CASE("a NUL byte anywhere is a parse error, not the end of the text", "[jso
   CHECK(body.error().error.code == code::parse_error);
   CHECK(bad(std::string("{\"jsonrpc\":\"2.0\",\"method\":\"a\0b\"}")).error.code ==
         code::parse_error);
+}
+
+TEST_CASE("numbers in the document are read exactly, and those beyond a double are refused",
+          "[jsonrpc][malformed]") {
+  // Found by tests/fuzz/jsonrpc_fuzzer (UBSan in RapidJSON on 0e308; corpus
+  // regression-jsonrpc-number-*): RapidJSON 1.1's
+  // full-precision reading made 0e308 -6.06e-269, 9e308 -2.78e-308 and 1.8e308 NaN, which
+  // with_id() then wrote (or, for NaN, could not write: it threw).
+  auto m = ok(R"({"jsonrpc":"2.0","id":1,"result":{"a":0e308,"b":-0.0e300,"c":0.1,"d":1e308,)"
+              R"("e":1e-400,"f":18446744073709551615,"g":-9223372036854775808,)"
+              R"("h":18446744073709551616,"i":2.2250738585072011e-308}})");
+  const auto& r = *m.result_value();
+  CHECK(r["a"].GetDouble() == 0.0);
+  CHECK(r["b"].GetDouble() == 0.0);
+  CHECK(std::signbit(r["b"].GetDouble()));
+  CHECK(r["c"].GetDouble() == 0.1);
+  CHECK(r["d"].GetDouble() == 1e308);
+  CHECK(r["e"].GetDouble() == 0.0);
+  CHECK(r["f"].GetUint64() == 18446744073709551615ull);
+  CHECK(r["g"].GetInt64() == INT64_MIN);
+  CHECK(r["h"].GetDouble() == 18446744073709551616.0);
+  CHECK(r["i"].GetDouble() == 2.2250738585072011e-308);
+  CHECK(m.with_id(Id::integer(2)).text() ==
+        R"({"jsonrpc":"2.0","id":2,"result":{"a":0.0,"b":-0.0,"c":0.1,"d":1e308,"e":0.0,)"
+        R"("f":18446744073709551615,"g":-9223372036854775808,"h":18446744073709553000.0,)"
+        R"("i":2.225073858507201e-308}})");
+  for (const char* big : {"1.8e308", "9e308", "-17976931348623159e292", "10e308"}) {
+    auto f = bad(std::string(R"({"jsonrpc":"2.0","id":1,"result":{"v":)") + big + "}}");
+    INFO(big);
+    CHECK(f.error.code == code::parse_error);
+    CHECK(f.error.message.find("Number too big to be stored in double.") != std::string::npos);
+  }
+  // The largest double is fine.
+  CHECK(ok(R"({"jsonrpc":"2.0","id":1,"result":1.7976931348623157e308})")
+            .result_value()
+            ->GetDouble() == 1.7976931348623157e308);
 }
 
 TEST_CASE("a lone UTF-16 surrogate escaped in a string is a parse error", "[jsonrpc][malformed]") {
