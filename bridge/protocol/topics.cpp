@@ -15,22 +15,38 @@ constexpr std::string_view kClientPresence = "$mcp-client/presence/";
 constexpr std::string_view kClientCapability = "$mcp-client/capability/";
 constexpr std::string_view kRpc = "$mcp-rpc/";
 
-// MQTT strings must be well-formed UTF-8 without U+0000 (MQTT 5.0 §1.5.4).
+// MQTT strings must be well-formed UTF-8 without U+0000 (MQTT 5.0 §1.5.4): no overlong forms,
+// no UTF-16 surrogates, nothing above U+10FFFF (RFC 3629), or the broker refuses the topic.
 bool valid_utf8_no_nul(std::string_view s) {
   std::size_t i = 0;
   while (i < s.size()) {
     const auto c = static_cast<unsigned char>(s[i]);
     if (c == 0) return false;
-    std::size_t n = c < 0x80           ? 1
-                    : (c >> 5) == 0x6  ? 2
-                    : (c >> 4) == 0xE  ? 3
-                    : (c >> 3) == 0x1E ? 4
-                                       : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    for (std::size_t k = 1; k < n; ++k) {
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t n;
+    unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
+    if (c >= 0xC2 && c <= 0xDF) {
+      n = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      n = 3;
+      if (c == 0xE0) lo = 0xA0;  // overlong
+      if (c == 0xED) hi = 0x9F;  // surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      n = 4;
+      if (c == 0xF0) lo = 0x90;  // overlong
+      if (c == 0xF4) hi = 0x8F;  // above U+10FFFF
+    } else {
+      return false;
+    }
+    if (i + n > s.size()) return false;
+    const auto second = static_cast<unsigned char>(s[i + 1]);
+    if (second < lo || second > hi) return false;
+    for (std::size_t k = 2; k < n; ++k) {
       if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return false;
     }
-    if (n == 2 && c < 0xC2) return false;  // overlong
     i += n;
   }
   return true;

@@ -98,6 +98,32 @@ TEST_CASE("ids: no slash, plus or hash, and server-ids are not the reserved word
   CHECK(is_valid_server_id("capabilities"));
 }
 
+TEST_CASE(
+    "ids, server-names and filters are well-formed UTF-8: no overlong form, surrogate "
+    "or code point above U+10FFFF (MQTT 5.0 §1.5.4)",
+    "[topics]") {
+  // tests/fuzz/topics_fuzzer checks against a decoding validator (corpus regression-topics-*):
+  // these passed, and the broker refuses a topic holding them (a configured server-name then
+  // never comes online).
+  for (const char* wrong : {"\xed\xa0\x80", "\xed\xbf\xbf", "\xe0\x80\x80", "\xe0\x9f\xbf",
+                            "\xf0\x80\x80\x80", "\xf0\x8f\xbf\xbf", "\xf4\x90\x80\x80",
+                            "\xf5\x80\x80\x80", "\xf8\x88\x80\x80\x80", "\xc1\xbf"}) {
+    const std::string s = std::string("a") + wrong;
+    INFO(s);
+    CHECK(check_id(s) == "must be UTF-8 without NUL characters");
+    CHECK(check_server_name(s) == "must be UTF-8 without NUL characters");
+    CHECK(check_server_name_filter(s) == "must be UTF-8 without NUL characters");
+    CHECK_FALSE(parse(rpc("c", "s", s)));
+  }
+  // The edges that are allowed.
+  for (const char* right : {"\xc2\x80", "\xe0\xa0\x80", "\xed\x9f\xbf", "\xee\x80\x80",
+                            "\xf0\x90\x80\x80", "\xf4\x8f\xbf\xbf"}) {
+    INFO(right);
+    CHECK(is_valid_id(right));
+    CHECK(is_valid_server_name(right));
+  }
+}
+
 TEST_CASE("server-names are '/'-separated levels without wildcards", "[topics]") {
   CHECK(is_valid_server_name("demo"));
   CHECK(is_valid_server_name("server-type/sub-type/name"));
