@@ -470,11 +470,14 @@ void ServerConnection::handle_mcp(Request& req) {
   const std::string version(req["MCP-Protocol-Version"]);
 
   std::shared_ptr<ServerSession> session;
+  // JSON-RPC 2.0 §5: an error about a POSTed request carries its id (once the body is read).
+  jsonrpc::Id answer_id;
   auto check_session = [&]() -> bool {
     if (session_id.empty()) {
       write_response(error_response(400, jsonrpc::code::connection_closed,
                                     "Bad Request: Mcp-Session-Id header is required (send "
-                                    "initialize first to get one)"),
+                                    "initialize first to get one)",
+                                    answer_id),
                      false);
       return false;
     }
@@ -482,7 +485,8 @@ void ServerConnection::handle_mcp(Request& req) {
     if (!session || session->server_name() != server) {
       write_response(error_response(404, jsonrpc::code::request_timeout,
                                     "Session not found: send initialize without "
-                                    "Mcp-Session-Id to start a new session"),
+                                    "Mcp-Session-Id to start a new session",
+                                    answer_id),
                      false);
       return false;
     }
@@ -490,7 +494,8 @@ void ServerConnection::handle_mcp(Request& req) {
       write_response(
           error_response(400, jsonrpc::code::connection_closed,
                          "Bad Request: Unsupported protocol version: " + version +
-                             " (supported versions: " + supported_protocol_versions_text() + ")"),
+                             " (supported versions: " + supported_protocol_versions_text() + ")",
+                         answer_id),
           false);
       return false;
     }
@@ -515,9 +520,11 @@ void ServerConnection::handle_mcp(Request& req) {
         error_response(
             400, f.error.code,
             (f.error.code == jsonrpc::code::parse_error ? "Parse error: " : "Invalid Request: ") +
-                f.error.message),
+                f.error.message,
+            f.id),
         false);
   }
+  answer_id = reply_id(*body);
   const Message* initialize = nullptr;
   for (const auto& m : body->messages)
     if (m.is_request() && m.method() == "initialize") initialize = &m;
@@ -531,17 +538,19 @@ void ServerConnection::handle_mcp(Request& req) {
       return write_response(
           error_response(400, jsonrpc::code::invalid_request,
                          "Invalid Request: Server already initialized: this session is "
-                         "established; send initialize without Mcp-Session-Id for a new one"),
+                         "established; send initialize without Mcp-Session-Id for a new one",
+                         answer_id),
           false);
     if (state_->stopping)
-      return write_response(error_response(503, jsonrpc::code::connection_closed,
-                                           "Service Unavailable: the bridge is stopping"),
-                            false);
+      return write_response(
+          error_response(503, jsonrpc::code::connection_closed,
+                         "Service Unavailable: the bridge is stopping", answer_id),
+          false);
     auto id = new_session_id();
     if (id.empty())
       return write_response(
           error_response(503, jsonrpc::code::connection_closed,
-                         "Service Unavailable: no random source for a session id"),
+                         "Service Unavailable: no random source for a session id", answer_id),
           false);
     auto fresh = std::make_shared<ServerSession>(state_, id, server);
     if (!state_->sessions.insert(id, fresh, state_->http.limits.max_sessions)) {
@@ -553,7 +562,8 @@ void ServerConnection::handle_mcp(Request& req) {
           error_response(503, jsonrpc::code::connection_closed,
                          "Service Unavailable: the bridge holds its maximum of " +
                              std::to_string(state_->http.limits.max_sessions) +
-                             " MCP sessions (http.limits.max_sessions); try again later"),
+                             " MCP sessions (http.limits.max_sessions); try again later",
+                         answer_id),
           false);
     }
     ++state_->sessions_created;
@@ -656,11 +666,11 @@ void ServerConnection::ex_abort(std::uint64_t serial) {
 
 // ---- writing -----------------------------------------------------------------------------------
 
-Response ServerConnection::error_response(unsigned status, int code,
-                                          const std::string& message) const {
+Response ServerConnection::error_response(unsigned status, int code, const std::string& message,
+                                          const jsonrpc::Id& id) const {
   Response res{static_cast<bhttp::status>(status), 11};
   res.set(bhttp::field::content_type, "application/json");
-  res.body() = error_body(code, message);
+  res.body() = error_body(code, message, id);
   return res;
 }
 

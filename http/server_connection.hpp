@@ -117,7 +117,9 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   void linger_close();
   void close();
 
-  Response error_response(unsigned status, int code, const std::string& message) const;
+  // A JSON-RPC error as the response; `id` is the request's when the body was one request.
+  Response error_response(unsigned status, int code, const std::string& message,
+                          const jsonrpc::Id& id = {}) const;
 
   boost::beast::tcp_stream stream_;
   std::shared_ptr<ServerState> state_;

@@ -313,6 +313,11 @@ std::string supported_protocol_versions_text() {
   return out;
 }
 
+jsonrpc::Id reply_id(const jsonrpc::Body& body) {
+  if (body.batch || body.messages.size() != 1 || !body.messages.front().is_request()) return {};
+  return body.messages.front().id();
+}
+
 std::string error_body(int code, std::string_view message, const jsonrpc::Id& id) {
   return std::string(jsonrpc::Message::error(id, code, message).text());
 }

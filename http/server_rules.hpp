@@ -111,6 +111,10 @@ inline bool wants_priming(std::string_view version) {
 
 // ---- error bodies ------------------------------------------------------------------------------
 
+// The id an error about a POST body answers (JSON-RPC 2.0 §5): its request's when the body is
+// one request; null for a batch (it is refused as a whole) or a body without a request.
+jsonrpc::Id reply_id(const jsonrpc::Body& body);
+
 // A JSON-RPC error response as a body: {"jsonrpc":"2.0","id":null,"error":{...}}.
 std::string error_body(int code, std::string_view message, const jsonrpc::Id& id = {});
 

@@ -254,7 +254,8 @@ void ServerSession::do_post(std::shared_ptr<Exchange> exchange, jsonrpc::Body bo
   touch();
   if (phase_ != Phase::established) {
     reply_error(exchange, 404, jsonrpc::code::request_timeout,
-                "Session not found: it has ended; send initialize without Mcp-Session-Id");
+                "Session not found: it has ended; send initialize without Mcp-Session-Id",
+                reply_id(body));
     return;
   }
   const bool has_requests = std::any_of(body.messages.begin(), body.messages.end(),
@@ -274,14 +275,15 @@ void ServerSession::do_post(std::shared_ptr<Exchange> exchange, jsonrpc::Body bo
       if (options.format == StreamRouter::Format::json) {
         reply_error(exchange, 400, jsonrpc::code::invalid_request,
                     "subscriptions/listen needs an SSE response stream, and this bridge answers "
-                    "POSTs with JSON (http.json_response)");
+                    "POSTs with JSON (http.json_response)",
+                    reply_id(body));
         return;
       }
       options.listen = true;
     }
     auto stream = router_.open_post(body.messages, std::move(options));
     if (!stream) {
-      reply_error(exchange, 400, jsonrpc::code::invalid_request, stream.error());
+      reply_error(exchange, 400, jsonrpc::code::invalid_request, stream.error(), reply_id(body));
       return;
     }
     if (!listens.empty()) listen_streams_[*stream] = std::move(listens);
@@ -662,10 +664,10 @@ Response ServerSession::head(unsigned status) const {
 }
 
 void ServerSession::reply_error(const std::shared_ptr<Exchange>& exchange, unsigned status,
-                                int code, const std::string& message) {
+                                int code, const std::string& message, const jsonrpc::Id& id) {
   Response res = head(status);
   res.set(bhttp::field::content_type, "application/json");
-  res.body() = error_body(code, message);
+  res.body() = error_body(code, message, id);
   exchange->reply(std::move(res));
 }
 

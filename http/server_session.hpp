@@ -97,7 +97,7 @@ class ServerSession : public bridge::Channel, public std::enable_shared_from_thi
 
   Response head(unsigned status) const;
   void reply_error(const std::shared_ptr<Exchange>& exchange, unsigned status, int code,
-                   const std::string& message);
+                   const std::string& message, const jsonrpc::Id& id = {});
   std::string version_for(const std::string& header) const;
 
   std::shared_ptr<ServerState> state_;

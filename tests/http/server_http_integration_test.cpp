@@ -414,6 +414,54 @@ TEST_CASE("http: listening on IPv6 loopback", "[http][integration]") {
   CHECK(local.status == 200);
 }
 
+TEST_CASE("http: an error about a POSTed request carries the request's id", "[http][integration]") {
+  // JSON-RPC 2.0 §5: the id of the request, null only when it could not be read.
+  TestServer ts;
+  const auto sid = open_session(ts);
+  const auto host = ts.host();
+  auto post = [&](const Headers& h, const std::string& body) {
+    RawClient c(ts.endpoint);
+    return c.request(bhttp::verb::post, "/mcp", h, body);
+  };
+  auto id_of = [](const HttpResult& r) {
+    auto m = Message::parse(r.body);
+    REQUIRE(m);
+    return m->id();
+  };
+  auto invalid = post(post_headers(host, sid), R"({"jsonrpc":"1.0","id":5,"method":"ping"})");
+  CHECK(invalid.status == 400);
+  CHECK(invalid.error_code() == -32600);
+  CHECK(id_of(invalid) == Id::integer(5));
+  auto missing = post(post_headers(host), request_body(6, "tools/list"));
+  CHECK(missing.status == 400);
+  CHECK(id_of(missing) == Id::integer(6));
+  auto unknown = post(post_headers(host, std::string(32, 'a')), request_body(7, "tools/list"));
+  CHECK(unknown.status == 404);
+  CHECK(id_of(unknown) == Id::integer(7));
+  auto version = post(post_headers(host, sid, "2099-01-01"), request_body(8, "ping"));
+  CHECK(version.status == 400);
+  CHECK(id_of(version) == Id::integer(8));
+  auto again = post(post_headers(host, sid), initialize_body(9));
+  CHECK(again.status == 400);
+  CHECK(id_of(again) == Id::integer(9));
+  // An id still in flight in the session.
+  RawClient slow(ts.endpoint);
+  slow.send(bhttp::verb::post, "/mcp", post_headers(host, sid), tool_call(10, "slow"));
+  REQUIRE(slow.read_header().status == 200);
+  REQUIRE(ts.backend.wait_slow_calls(0, 1));
+  auto in_use = post(post_headers(host, sid), tool_call(10, "echo"));
+  CHECK(in_use.status == 400);
+  CHECK(in_use.error_code() == -32600);
+  CHECK(in_use.error_message().find("already in use") != std::string::npos);
+  CHECK(id_of(in_use) == Id::integer(10));
+  ts.backend.complete_slow(0);
+  // Unreadable, or a batch refused as a whole: null.
+  CHECK(id_of(post(post_headers(host, sid), "{not json")).is_null());
+  CHECK(id_of(post(post_headers(host), "[" + initialize_body(11) + "," + kInitialized + "]"))
+            .is_null());
+  check_still_serving(ts, sid);
+}
+
 TEST_CASE(
     "http: header values and paths that are not UTF-8 are quoted in the error, and the server "
     "keeps serving",
