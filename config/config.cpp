@@ -779,12 +779,42 @@ void apply_overrides(LoadResult& result, const Overrides& o) {
   }
 }
 
+namespace {
+
+// A key or a value from the file may hold any character: control characters are written as
+// escapes, so that each problem stays one line of the output (and of the journal) and nothing
+// reaches a terminal as a control sequence.
+std::string printable(const std::string& s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size());
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xf];
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string format_problems(const std::vector<Problem>& problems, const std::string& origin) {
   std::string out;
   for (const auto& p : problems) {
-    out += origin;
-    if (!p.path.empty()) out += ": " + p.path;
-    out += ": " + p.message + "\n";
+    out += printable(origin);
+    if (!p.path.empty()) out += ": " + printable(p.path);
+    out += ": " + printable(p.message) + "\n";
   }
   return out;
 }
@@ -841,7 +871,10 @@ std::string nearest(const std::string& word, const std::vector<std::string>& can
       d[0][j] = j;
     for (std::size_t i = 1; i <= n; ++i) {
       for (std::size_t j = 1; j <= m; ++j) {
-        const std::size_t cost = std::tolower(a[i - 1]) == std::tolower(b[j - 1]) ? 0 : 1;
+        const std::size_t cost = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
+                                         std::tolower(static_cast<unsigned char>(b[j - 1]))
+                                     ? 0
+                                     : 1;
         d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
         if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
           d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);

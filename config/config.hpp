@@ -215,7 +215,7 @@ LoadResult defaults(GetEnv getenv_fn = nullptr);
 // Applies command-line overrides and re-validates what they touch.
 void apply_overrides(LoadResult& result, const Overrides& overrides);
 
-// Formats problems one per line: "origin: path: message".
+// Formats problems one per line: "origin: path: message" (control characters escaped).
 std::string format_problems(const std::vector<Problem>& problems, const std::string& origin);
 
 // Validation helpers shared with the command line.

@@ -275,6 +275,21 @@ TEST_CASE("every problem is reported, not only the first", "[config][malformed]"
   CHECK(text.find("f.jsonc: logg: unknown key; did you mean \"log\"?\n") != std::string::npos);
 }
 
+TEST_CASE("a problem is one line, whatever characters the file's keys and values hold",
+          "[config][malformed]") {
+  // tests/fuzz/config_fuzzer checks that format_problems writes one line per problem (corpus
+  // regression-config-newline): a value or key with a line break (JSON escapes \n) made a
+  // problem span lines that read as other problems, and a terminal got control sequences raw.
+  auto r = load(R"({"mqtt": {"client": "a\nb\u001b[31m"}, "x\ty\r": 1})");
+  REQUIRE(r.problems.size() == 2);
+  CHECK(format_problems(r.problems, "f.jsonc") ==
+        "f.jsonc: mqtt.client: expected \"native\" or \"paho\", found \"a\\nb\\x1b[31m\"\n"
+        "f.jsonc: \"x\\ty\\r\": unknown key (known keys here: $schema, mqtt, http, ingress, "
+        "egress, timeouts, log, daemon, mcpServers)\n");
+  // The problems themselves keep the text as it was.
+  CHECK(r.problems[0].message == "expected \"native\" or \"paho\", found \"a\nb\x1b[31m\"");
+}
+
 TEST_CASE("mqtts URLs, IPv6 hosts and default ports", "[config]") {
   CHECK(good(R"({"mqtt": {"url": "mqtts://broker.example"}})").mqtt.port == 8883);
   CHECK(good(R"({"mqtt": {"url": "mqtts://broker.example"}})").mqtt.tls.enabled);
