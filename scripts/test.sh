@@ -27,7 +27,7 @@ for flavour in release asan; do
   done
 done
 
-# The MQTT codec's libFuzzer targets (clang++, ASan+UBSan), each for MCPMQTT_FUZZ_SECONDS.
+# Every libFuzzer target (clang++, ASan+UBSan), each for MCPMQTT_FUZZ_SECONDS: about 5 minutes.
 scripts/fuzz.sh || status=1
 
 echo "test command finished in $(( $(date +%s) - start )) s with status $status" >&2

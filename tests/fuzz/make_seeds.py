@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Writes the seed corpus of the codec's fuzz targets (tests/fuzz/corpus/<target>/<name>).
+"""Writes the seed corpus of the fuzz targets (tests/fuzz/corpus/<target>/<name>).
 
-The seeds are committed; run this again only to change them. Packets are written out from the
-byte layouts of the MQTT 5.0 standard, without the codec. Regression inputs that a fuzz run found
-are committed by hand next to these (named regression-*), and this script leaves them alone.
+The seeds are committed; run this again only to change them. MQTT packets are written out from
+the byte layouts of the MQTT 5.0 standard, without the codec; JSON-RPC messages, HTTP requests,
+topics and configurations are the ones MCP clients, servers and the tests use, and the
+configuration files of the repository. Regression inputs that a fuzz run found are committed by
+hand next to these (named regression-*), and this script leaves them alone.
 """
 import os
 import random
@@ -152,6 +154,250 @@ PRIMITIVES = {
 }
 
 
+# ---- JSON-RPC and MCP ---------------------------------------------------------------------------
+
+INITIALIZE = ('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
+              '"2025-11-25","capabilities":{"sampling":{},"roots":{"listChanged":true}},'
+              '"clientInfo":{"name":"inspector","version":"0.16.2"}}}')
+INITIALIZED = '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+TOOLS_LIST = '{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}'
+TOOL_CALL = ('{"jsonrpc":"2.0","id":"call-7","method":"tools/call","params":{"name":"echo",'
+             '"arguments":{"text":"hello"},"_meta":{"progressToken":"tok-1"}}}')
+MODERN_META = ('"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
+               '"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},'
+               '"io.modelcontextprotocol/clientInfo":{"name":"sdk2","version":"2.4.0"},'
+               '"io.modelcontextprotocol/logLevel":"info","progressToken":9}')
+MODERN_CALL = ('{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get weather",'
+               '"arguments":{"city":"Z\u00fcrich"},' + MODERN_META + '}}')
+MODERN_READ = ('{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":'
+               '"file:///caf\u00e9.txt",' + MODERN_META + '}}')
+MODERN_DISCOVER = ('{"jsonrpc":"2.0","id":5,"method":"server/discover","params":{' +
+                   MODERN_META + '}}')
+LISTEN = ('{"jsonrpc":"2.0","id":"l1","method":"subscriptions/listen","params":{"notifications":'
+          '{"toolsListChanged":true,"resourceSubscriptions":["file:///a"]},' + MODERN_META + '}}')
+
+JSONRPC = {
+    "initialize": INITIALIZE,
+    "initialized": INITIALIZED,
+    "tools-list": TOOLS_LIST,
+    "tools-call-progress-token": TOOL_CALL,
+    "progress": '{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":'
+                '"tok-1","progress":1,"total":2,"message":"half"}}',
+    "result": '{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"echo","inputSchema":'
+              '{"type":"object","properties":{"text":{"type":"string"}}}}],"nextCursor":"c2"}}',
+    "result-cacheable": '{"jsonrpc":"2.0","id":4,"result":{"contents":[{"uri":"file:///a",'
+                        '"text":"x"}],"ttlMs":1000,"_meta":{"k":1}}}',
+    "result-input-required": '{"jsonrpc":"2.0","id":3,"result":{"resultType":"input_required",'
+                             '"inputRequests":{"a":{"method":"elicitation/create"}}}}',
+    "error-with-data": '{"jsonrpc":"2.0","id":"call-7","error":{"code":-32602,"message":'
+                       '"Invalid params","data":{"field":"name","got":[1,2.5e-3,null]}}}',
+    "error-null-id": '{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}',
+    "sampling-request": '{"jsonrpc":"2.0","id":"srv-1","method":"sampling/createMessage",'
+                        '"params":{"messages":[{"role":"user","content":{"type":"text",'
+                        '"text":"hi"}}],"maxTokens":10}}',
+    "cancelled": '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":'
+                 '"call-7","reason":"user"}}',
+    "batch": "[" + TOOLS_LIST + ",\r\n " + INITIALIZED + "," + TOOL_CALL + "]",
+    "batch-empty": "[]",
+    "batch-nested": '[[' + TOOLS_LIST + ']]',
+    "modern-tools-call": MODERN_CALL,
+    "modern-resources-read": MODERN_READ,
+    "modern-discover": MODERN_DISCOVER,
+    "modern-listen": LISTEN,
+    "modern-notification": '{"jsonrpc":"2.0","method":"notifications/resources/updated","params":'
+                           '{"uri":"file:///a","_meta":{"io.modelcontextprotocol/subscriptionId":'
+                           '"l1"}}}',
+    "modern-bad-envelope": '{"jsonrpc":"2.0","id":6,"method":"tools/list","params":{"_meta":'
+                           '{"io.modelcontextprotocol/protocolVersion":2026}}}',
+    "line-breaks": '{\r\n "jsonrpc": "2.0",\n "id": 8,\n "method": "ping"\n}\n',
+    "unicode-escapes": '{"jsonrpc":"2.0","id":"\\u00e9\\ud83d\\ude00","method":"x/\\u0000"}',
+    "numbers": '{"jsonrpc":"2.0","id":-9223372036854775808,"result":{"a":1e308,"b":-0.0,'
+               '"c":123456789012345678901234567890,"d":0.1}}',
+    "duplicate-member": '{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}',
+    "not-json-rpc": '{"foo":1}',
+    "truncated": TOOL_CALL[:40],
+    "deep": '{"jsonrpc":"2.0","method":"x","params":' + '[' * 120 + ']' * 120 + '}',
+    "long-jsonrpc": '{"jsonrpc":"' + '\u00e9' * 20 + '","method":"x"}',
+}
+
+
+def http_request(method, target, headers, body=""):
+    data = body.encode() if isinstance(body, str) else body
+    lines = [f"{method} {target} HTTP/1.1"]
+    lines += [f"{k}: {v}" for k, v in headers]
+    if body or method == "POST":
+        lines.append(f"Content-Length: {len(data)}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + data
+
+
+HOST = ("Host", "127.0.0.1:8080")
+POST_HEADERS = [HOST, ("Accept", "application/json, text/event-stream"),
+                ("Content-Type", "application/json")]
+MODERN_HEADERS = POST_HEADERS + [("MCP-Protocol-Version", "2026-07-28"),
+                                 ("Mcp-Method", "tools/call"),
+                                 ("Mcp-Name", "=?base64?Z2V0IHdlYXRoZXI=?=")]
+
+
+def with_session(headers, sid="@@SID@@", version="2025-11-25"):
+    return headers + [("Mcp-Session-Id", sid), ("MCP-Protocol-Version", version)]
+
+
+HTTP = {
+    "post-initialize": http_request("POST", "/mcp", POST_HEADERS, INITIALIZE),
+    "post-initialized": http_request("POST", "/mcp", with_session(POST_HEADERS, "0" * 32),
+                                     INITIALIZED),
+    "post-by-name-encoded": http_request("POST", "/servers/demo%2Feverything/mcp?x=1",
+                                         POST_HEADERS, INITIALIZE),
+    "post-by-name-segments": http_request("POST", "/servers/tools/weather/mcp", POST_HEADERS,
+                                          TOOLS_LIST),
+    "post-batch": http_request("POST", "/mcp", with_session(POST_HEADERS, "a" * 32),
+                               JSONRPC["batch"]),
+    "post-modern": http_request("POST", "/mcp", MODERN_HEADERS, MODERN_CALL),
+    "post-modern-read": http_request("POST", "/mcp", POST_HEADERS + [
+        ("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "resources/read"),
+        ("Mcp-Name", "=?base64?ZmlsZTovLy9jYWbDqS50eHQ=?=")], MODERN_READ),
+    "get-stream": http_request("GET", "/mcp", [HOST, ("Accept", "text/event-stream"),
+                                               ("Mcp-Session-Id", "b" * 32)]),
+    "get-resume": http_request("GET", "/mcp", [HOST, ("Accept", "text/event-stream"),
+                                               ("Mcp-Session-Id", "b" * 32),
+                                               ("Last-Event-ID", "1-2")]),
+    "delete": http_request("DELETE", "/mcp", [HOST, ("Mcp-Session-Id", "c" * 32)]),
+    "options-preflight": http_request("OPTIONS", "/mcp", [
+        HOST, ("Origin", "https://app.example"), ("Access-Control-Request-Method", "POST")]),
+    "origin-and-token": http_request("POST", "/mcp", POST_HEADERS + [
+        ("Origin", "http://localhost:6274"), ("Authorization", "Bearer s3cret")], TOOLS_LIST),
+    "host-ipv6": http_request("GET", "/servers", [("Host", "[::1]:8080")]),
+    "health": http_request("GET", "/healthz", [HOST]) + http_request("HEAD", "/readyz", [HOST]) +
+              http_request("GET", "/metrics", [HOST]),
+    "expect-continue": http_request("POST", "/mcp", POST_HEADERS + [("Expect", "100-continue")],
+                                    INITIALIZE),
+    "chunked": ("POST /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: application/json, "
+                "text/event-stream\r\nContent-Type: application/json; charset=utf-8\r\n"
+                "Transfer-Encoding: chunked\r\n\r\n10\r\n" + INITIALIZE[:16] + "\r\n" +
+                format(len(INITIALIZE) - 16, "x") + "\r\n" + INITIALIZE[16:] +
+                "\r\n0\r\n\r\n").encode(),
+    "http10": b"GET /mcp HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n",
+    "not-http": b"NOT HTTP AT ALL\r\n\r\n",
+    "unknown-route": http_request("GET", "/nope/%ff", [HOST]),
+    "bad-server-name": http_request("POST", "/servers/a/+/%00/mcp", POST_HEADERS, TOOLS_LIST),
+}
+
+
+def session_flow(config, *segments):
+    return bytes([config]) + b"@@NEXT@@".join(segments)
+
+
+SID_HEADERS = with_session(POST_HEADERS)
+HTTP_SERVER = {
+    "initialize-then-call": session_flow(
+        0, http_request("POST", "/mcp", POST_HEADERS, INITIALIZE),
+        http_request("POST", "/mcp", SID_HEADERS, INITIALIZED) +
+        http_request("POST", "/mcp", SID_HEADERS, TOOL_CALL.replace('"echo"', '"progress"')) +
+        http_request("POST", "/mcp", SID_HEADERS, JSONRPC["batch"]) +
+        http_request("DELETE", "/mcp", [HOST, ("Mcp-Session-Id", "@@SID@@")])),
+    "get-stream-and-notify": session_flow(
+        0, http_request("POST", "/servers/demo/everything/mcp", POST_HEADERS, INITIALIZE),
+        http_request("GET", "/servers/demo/everything/mcp",
+                     [HOST, ("Accept", "text/event-stream"), ("Mcp-Session-Id", "@@SID@@")]),
+        http_request("POST", "/servers/demo/everything/mcp", SID_HEADERS,
+                     TOOL_CALL.replace('"echo"', '"notify"')),
+        http_request("GET", "/servers/demo/everything/mcp",
+                     [HOST, ("Accept", "text/event-stream"), ("Mcp-Session-Id", "@@SID@@")])),
+    "resume": session_flow(
+        0, http_request("POST", "/mcp", POST_HEADERS, INITIALIZE),
+        http_request("POST", "/mcp", SID_HEADERS, TOOL_CALL.replace('"echo"', '"sample"')),
+        http_request("GET", "/mcp", [HOST, ("Accept", "text/event-stream"),
+                                     ("Mcp-Session-Id", "@@SID@@"), ("Last-Event-ID", "@@EID@@")])),
+    "json-responses": session_flow(
+        1, http_request("POST", "/mcp", POST_HEADERS + [("Origin", "https://app.example")],
+                        INITIALIZE),
+        http_request("POST", "/mcp", SID_HEADERS, JSONRPC["batch"]) +
+        http_request("POST", "/mcp", with_session(POST_HEADERS), TOOL_CALL)),
+    "tokens-and-limits": session_flow(
+        2, http_request("POST", "/mcp", POST_HEADERS + [("Authorization", "Bearer s3cret")],
+                        INITIALIZE),
+        http_request("POST", "/mcp", SID_HEADERS + [("Authorization", "bearer s3cret")],
+                     TOOL_CALL.replace('"echo"', '"slow"')),
+        http_request("POST", "/mcp", POST_HEADERS, "x" * 2000)),
+    "no-default-server": session_flow(
+        3, http_request("POST", "/mcp", POST_HEADERS, INITIALIZE),
+        http_request("POST", "/servers/offline/x/mcp", POST_HEADERS, INITIALIZE),
+        http_request("POST", "/servers/silent/x/mcp", POST_HEADERS, INITIALIZE),
+        http_request("POST", "/servers/lazy/x/mcp", POST_HEADERS, INITIALIZE)),
+    "server-closes": session_flow(
+        0, http_request("POST", "/mcp", POST_HEADERS, INITIALIZE),
+        http_request("POST", "/mcp", SID_HEADERS, TOOL_CALL.replace('"echo"', '"slow"')),
+        http_request("POST", "/mcp", SID_HEADERS, TOOL_CALL.replace('"echo"', '"close"')
+                     .replace("call-7", "call-8"))),
+    "pipelined-and-refused": session_flow(
+        0, http_request("GET", "/healthz", [HOST]) +
+        http_request("POST", "/mcp", [("Host", "evil.example")], INITIALIZE) +
+        http_request("POST", "/mcp", POST_HEADERS[:2], INITIALIZE) +
+        http_request("PUT", "/mcp", [HOST], "{}") + b"NOT HTTP\r\n\r\n"),
+}
+for name, seed in HTTP.items():
+    HTTP_SERVER["request-" + name] = b"\x00" + seed
+
+# ---- topics ----------------------------------------------------------------------------------------
+
+TOPICS = {
+    "server-control": "$mcp-server/sid-1/demo/everything",
+    "server-capability": "$mcp-server/capability/sid-1/demo/everything",
+    "server-presence": "$mcp-server/presence/sid-1/tools/weather",
+    "client-presence": "$mcp-client/presence/mcp-bridge-5f2c",
+    "client-capability": "$mcp-client/capability/mcp-bridge-5f2c",
+    "rpc": "$mcp-rpc/mcp-bridge-5f2c/sid-1/demo/everything",
+    "rpc-utf8": "$mcp-rpc/c\u00e9/s\u20ac/\u65e5\u672c/\U0001f600",
+    "presence-filter": "$mcp-server/presence/+/demo/#",
+    "parts-valid": "sid-1\ndemo/everything\nmcp-bridge-5f2c",
+    "parts-reserved": "capability\ntype/sub-type/name\nclient",
+    "parts-filter": "demo/+/#\ndemo/a/b\nx",
+    "parts-filter-parent": "a/#\na\nx",
+    "parts-bad-utf8": b"s\xed\xb3\xbf\nn\xc0\x80\nc",
+    "empty-levels": "$mcp-server/sid//name/",
+}
+
+# ---- configuration ---------------------------------------------------------------------------------
+
+
+def repo_file(path):
+    with open(os.path.join(HERE, "..", "..", path), "rb") as f:
+        return f.read()
+
+
+CONFIG = {
+    "bridge.example.jsonc": repo_file("config/bridge.example.jsonc"),
+    "docker-bridge.jsonc": repo_file("docker/bridge.jsonc"),
+    "systemd-bridge.jsonc": repo_file("systemd/bridge.jsonc"),
+    "ingress-test": ('{"mqtt": {"url": "mqtt://127.0.0.1:41883"}, "http": {"listen": '
+                     '"127.0.0.1:41080", "limits": {"max_sessions": 2}}, "ingress": '
+                     '{"default_server": "demo/everything", "presence_wait_ms": 1000}, '
+                     '"mcpServers": {}}').encode(),
+    "servers": ('{"mcpServers": {"demo/everything": {"command": "npx", "args": ["-y", '
+                '"@modelcontextprotocol/server-everything"], "env": {"A": "1"}, "cwd": "/tmp", '
+                '"description": "The MCP reference server", "meta": {"k": [1]}},\n'
+                '"tools/weather": {"url": "https://weather.example/mcp", "headers": '
+                '{"Authorization": "Bearer ${WEATHER_TOKEN}"}, "type": "streamable-http"},\n'
+                '"off/x": {"command": "x", "disabled": true}}}').encode(),
+    "environment-and-flags": ("MCPMQTT_BROKER=wss://broker.example:8884/mqtt\n"
+                              "MCPMQTT_LOG_LEVEL=debug\nWEATHER_TOKEN=abc\n"
+                              "MCPMQTT_MQTT_USERNAME=u\nMCPMQTT_MQTT_PASSWORD=p\n"
+                              "--listen [::1]:0\n--server tools/weather\n"
+                              "--presence-wait-ms 250\n---\n"
+                              '{"mqtt": {"tls": {"verify": false}}, "mcpServers": '
+                              '{"tools/weather": {"url": "http://127.0.0.1:9000/mcp", '
+                              '"headers": {"X": "${WEATHER_TOKEN}"}}}}').encode(),
+    "mistakes": ('// comment\n{"mqtt": {"ulr": "mqtt://x", "qos": 2, "keepalive_s": 2.5,},\n'
+                 '"http": {"listen": "nohost", "limits": {"max_body_bytes": 10}},\n'
+                 '"ingress": {"server_name_filters": ["a/#/b", "+x"], "pick": "first"},\n'
+                 '"timeouts": {"tools/call": 0, "default": 90.5},\n'
+                 '"log": {"level": "loud"}, "daemon": {"threads": 0},\n'
+                 '"mcpServers": {"bad//name": {"command": "x", "url": "http://y"}},\n'
+                 '"mqtt": {}, /* trailing */ }').encode(),
+    "not-json": b"{\"mqtt\": {\"url\": \"mqtt://x\"",
+}
+
+
 def write(target, seeds):
     folder = os.path.join(HERE, "corpus", target)
     os.makedirs(folder, exist_ok=True)
@@ -169,6 +415,13 @@ def main():
     write("codec_roundtrip",
           {f"random-{i}": bytes(rng.randrange(256) for _ in range(64 << (i % 4)))
            for i in range(8)})
+    as_bytes = lambda seeds: {k: v.encode() if isinstance(v, str) else v for k, v in seeds.items()}
+    write("jsonrpc", as_bytes(JSONRPC))
+    write("http_headers", as_bytes(HTTP))
+    write("http_server", as_bytes(HTTP_SERVER))
+    write("topics", {k: v.encode("utf-8", "surrogatepass") if isinstance(v, str) else v
+                     for k, v in TOPICS.items()})
+    write("config", CONFIG)
 
 
 if __name__ == "__main__":
