@@ -36,6 +36,28 @@ TEST_CASE("cli: --check-config reports line and column of text that is not JSON"
   CHECK(r.err == f + ": not valid JSON at line 3 column 12: Invalid value.\n");
 }
 
+TEST_CASE(
+    "cli: the daemon refuses to start on an invalid configuration: exit 2, one line per problem "
+    "on stderr",
+    "[cli]") {
+  TempDir dir;
+  const auto f = dir.write("bad.jsonc", R"({
+    "mqtt": {"url": "http://broker.example"},
+    "http": {"listen": "127.0.0.1:0", "limits": {"max_sessions": 0}},
+    "mcpServers": {"a/+/b": {"command": "x"}}
+  })");
+  auto r = run_capture({kExe, "--config", f});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err ==
+        f + ": http.limits.max_sessions: expected an integer from 1 to 1000000, found 0\n" + f +
+            ": mcpServers.\"a/+/b\": the key is the MQTT server-name and must not " +
+            "contain '+' or '#'\n" + f +
+            ": mqtt.url: expected mqtt://HOST[:PORT], mqtts://HOST[:PORT], "
+            "ws://HOST[:PORT][/PATH] or wss://HOST[:PORT][/PATH], found "
+            "\"http://broker.example\"\n");
+  CHECK(r.out.empty());
+}
+
 TEST_CASE("cli: --check-config of a missing file", "[cli]") {
   auto r = run_capture({kExe, "--check-config", "/nonexistent/x.jsonc"});
   CHECK(r.exit_code == 2);

@@ -40,6 +40,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -288,7 +289,18 @@ int connect_to(const net::ip::tcp::endpoint& ep) {
   a.sin_family = AF_INET;
   a.sin_port = htons(ep.port());
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  check(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0, "connect");
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    // libFuzzer's SIGALRM (its -timeout clock) interrupts a connect now and then; the
+    // connection goes on being made, so wait for it.
+    check(errno == EINTR, "connect");
+    pollfd p{fd, POLLOUT, 0};
+    while (::poll(&p, 1, 5000) < 0 && errno == EINTR) {
+    }
+    int error = 0;
+    socklen_t len = sizeof error;
+    check(::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) == 0 && error == 0,
+          "connect, after an interruption");
+  }
   // Closed with a reset: no TIME_WAIT left behind by a thousand connections a second.
   linger l{1, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);

@@ -504,3 +504,31 @@ TEST_CASE(
   CHECK(r.error_message().find("Unsupported protocol version: 2025-" + fffd) != std::string::npos);
   check_still_serving(ts, sid);
 }
+
+TEST_CASE("http: headers past 32 KiB get 431, and a Last-Event-ID this session never sent gets 400",
+          "[http][integration]") {
+  TestServer ts;
+  const auto sid = open_session(ts);
+  const auto host = ts.host();
+  {
+    RawClient c(ts.endpoint);
+    REQUIRE(c.write_raw("GET /servers HTTP/1.1\r\nHost: " + host +
+                        "\r\nX-Big: " + std::string(33 * 1024, 'x') + "\r\n\r\n"));
+    auto r = c.read_response();
+    CHECK(r.status == 431);
+    CHECK(r.error_code() == -32000);
+    CHECK(r.error_message() == "Request Header Fields Too Large: at most 32768 bytes of headers");
+    CHECK(c.wait_closed());
+  }
+  RawClient c(ts.endpoint);
+  auto shape = c.request(bhttp::verb::get, "/mcp", get_headers(host, sid, "nonsense"));
+  CHECK(shape.status == 400);
+  CHECK(shape.error_code() == -32000);
+  CHECK(shape.error_message() ==
+        "Last-Event-ID \"nonsense\" is not an event id of this server (expected "
+        "<stream>-<number>)");
+  auto unsent = c.request(bhttp::verb::get, "/mcp", get_headers(host, sid, "99-1"));
+  CHECK(unsent.status == 400);
+  CHECK(unsent.error_message() == "Last-Event-ID \"99-1\" was not sent in this session");
+  check_still_serving(ts, sid);
+}
