@@ -430,18 +430,13 @@ void BrokerConnection::publish(const std::string& topic, std::shared_ptr<const s
 
 void BrokerConnection::warn_refused(const std::string& topic, const std::string& why) {
   // A publisher that keeps going past a bound would otherwise write a line per message.
-  const auto now = std::chrono::steady_clock::now();
-  if (now - last_refusal_log_ < std::chrono::seconds(1)) {
-    ++refusals_unlogged_;
-    return;
-  }
-  if (refusals_unlogged_)
+  std::size_t held_back = 0;
+  if (!refusal_log_.allow(held_back)) return;
+  if (held_back)
     logger()->warn("{} cannot publish to {}: {} ({} more refused in the last second)", describe(),
-                   topic, why, refusals_unlogged_);
+                   topic, why, held_back);
   else
     logger()->warn("{} cannot publish to {}: {}", describe(), topic, why);
-  last_refusal_log_ = now;
-  refusals_unlogged_ = 0;
 }
 
 bool BrokerConnection::in_flight_room(std::size_t bytes) const {

@@ -30,6 +30,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "bridge/log.hpp"
 #include "mqtt/broker_options.hpp"
 #include "mqtt/engine.hpp"
 
@@ -228,8 +229,7 @@ class BrokerConnection : public std::enable_shared_from_this<BrokerConnection> {
   bool in_flight_room(std::size_t bytes) const;
   // Logs a refused publication, at most once a second (with how many were not logged).
   void warn_refused(const std::string& topic, const std::string& why);
-  std::chrono::steady_clock::time_point last_refusal_log_{};
-  std::size_t refusals_unlogged_ = 0;
+  log::Throttle refusal_log_;
   std::size_t receive_maximum_ = 65535;
   std::uint64_t generation_ = 0;  // of the broker connection, for acknowledgements of an old one
 
