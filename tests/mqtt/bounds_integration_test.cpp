@@ -36,7 +36,7 @@ mq::BrokerConnection::Held held(IoThreads& io, TestConnection& c) {
 
 TEST_CASE(
     "bounds: publications the broker has not acknowledged are bounded in bytes (in flight, then "
-    "queued); past the bound a publish fails naming it, and nothing more is held",
+    "queued): past the bound a publish fails naming it, and nothing more is held",
     "[mqtt][bounds]") {
   FakeBroker broker;
   IoThreads io;
@@ -112,7 +112,7 @@ TEST_CASE(
 
 TEST_CASE(
     "bounds: 004 §Initialization — RPC messages that arrive before the initialize is answered are "
-    "held up to a bound; requests past it get a JSON-RPC error at once, never a silent drop",
+    "held up to a bound, and requests past it get a JSON-RPC error at once, never a silent drop",
     "[mqtt][bounds][server]") {
   FakeBroker broker;
   IoThreads io;
