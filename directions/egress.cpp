@@ -80,6 +80,8 @@ Expected<UpstreamFactory, std::string> http_upstream(const config::ServerEntry& 
                                                      const config::Timeouts& timeouts) {
   auto spec = upstream_spec(entry);
   if (!spec) return unexpected(spec.error());
+  // "auto": a 2026-only server's -32022 on initialize is the signal to switch, not the end.
+  spec->modern_fallback = entry.protocol == config::ServerProtocol::automatic;
   // The splice's per-method timeouts answer first; the HTTP client's own bounds only stop a
   // response that outlives every one of them.
   int longest = timeouts.default_ms;
@@ -156,6 +158,28 @@ void ExposedServer::on_initialize(const std::shared_ptr<mqtt::ClientLink>& link,
   EgressSession s;
   s.strand = link->executor();
   s.scheduler = std::make_unique<AsioScheduler>(link->executor());
+  if (made && options_.entry.protocol != config::ServerProtocol::legacy) {
+    bridge::ModernUpstream::Options mo;
+    mo.mode = options_.entry.protocol == config::ServerProtocol::modern
+                  ? bridge::ModernUpstream::Mode::modern
+                  : bridge::ModernUpstream::Mode::automatic;
+    mo.memory = era_memory_;
+    mo.discover_timeout = std::chrono::milliseconds(options_.egress.discover_timeout_ms);
+    mo.max_input_rounds = static_cast<std::size_t>(options_.egress.max_input_rounds);
+    mo.server_name = options_.entry.name;
+    mo.log_prefix = prefix;
+    if (options_.entry.is_stdio()) {
+      // stdio §Backward Compatibility: probe a copy of the command, as the v2 SDK client does,
+      // so that a 2025 server which cannot take a request before initialize only loses the copy.
+      mo.probe_channel = [factory = upstream_, strand = link->executor(),
+                          prefix]() -> std::shared_ptr<bridge::Channel> {
+        auto probe = factory(strand, prefix + " [discover probe]");
+        if (!probe) return nullptr;
+        return std::move(*probe);
+      };
+    }
+    upstream = bridge::ModernUpstream::create(std::move(upstream), *s.scheduler, std::move(mo));
+  }
   bridge::Splice::Options so;
   const auto timeouts = options_.timeouts;
   so.timeout_for = [timeouts](const std::string& method) {
