@@ -713,8 +713,12 @@ void ModernUpstream::start_round(Call& call, const Id& client_id, modern::InputR
         input_id, r.method,
         modern::input_request_params(r.params_json, r.key, input.requests.size())));
   }
-  for (auto& m : out)
+  for (auto& m : out) {
+    // The splice may refuse one at once (too many in flight): the call then failed, and the
+    // rest of the round is not sent.
+    if (!calls_.count(client_id)) break;
     to_client(std::move(m));
+  }
 }
 
 void ModernUpstream::on_input_answer(const Id& client_id, Message m) {

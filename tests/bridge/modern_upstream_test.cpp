@@ -106,6 +106,12 @@ struct Fixture {
     bool probe_channel = false;
     std::shared_ptr<ModernUpstream::EraMemory> memory;
     std::size_t max_rounds = 10;
+    std::size_t max_pending = 4096;  // the splice's, per direction
+    Setup pending(std::size_t n) const {
+      auto s = *this;
+      s.max_pending = n;
+      return s;
+    }
     Setup modern() const {
       auto s = *this;
       s.mode = ModernUpstream::Mode::modern;
@@ -151,6 +157,7 @@ struct Fixture {
       return std::chrono::milliseconds(30000);
     };
     so.log_prefix = "[test]";
+    so.max_pending = s.max_pending;
     Splice::Hooks h;
     h.on_closed = [this](const CloseReason& why) { closed = why; };
     splice = Splice::create(client, adapter, clock, so, h);
@@ -205,7 +212,7 @@ const std::string kCallElicit =
 
 TEST_CASE(
     "modern egress negotiation (server/discover): a DiscoverResult listing 2026-07-28 makes the "
-    "session modern; initialize is answered from it and never reaches the server",
+    "session modern: initialize is answered from it and never reaches the server",
     "[modern-upstream][server/discover]") {
   Fixture f;
   f.client->inject(kInitialize);
@@ -281,7 +288,7 @@ TEST_CASE(
 
 TEST_CASE(
     "modern egress negotiation (stdio §Backward Compatibility): no answer within the probe "
-    "timeout falls back to initialize; the probe is cancelled and a late answer ignored",
+    "timeout falls back to initialize: the probe is cancelled and a late answer ignored",
     "[modern-upstream][server/discover]") {
   Fixture f;
   f.client->inject(kInitialize);
@@ -353,7 +360,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "modern egress negotiation: a stdio server is probed on a copy of it; the session's own "
+    "modern egress negotiation: a stdio server is probed on a copy of it: the session's own "
     "child sees nothing before the verdict, and the copy is closed",
     "[modern-upstream][server/discover]") {
   SECTION("modern") {
@@ -391,7 +398,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "modern egress negotiation: \"protocol\": \"modern\" never sends initialize; a server that "
+    "modern egress negotiation: \"protocol\": \"modern\" never sends initialize: a server that "
     "does not offer 2026-07-28 fails initialize and ends the session",
     "[modern-upstream][server/discover]") {
   Fixture f(Fixture::Setup{}.modern().probing());
@@ -455,7 +462,7 @@ TEST_CASE("modern egress: a request sent before initialize is answered waits for
 
 TEST_CASE(
     "modern egress (basic/index §_meta): every request carries the envelope, under an id of the "
-    "bridge's; the result comes back under the client's id",
+    "bridge's: the result comes back under the client's id",
     "[modern-upstream][basic/index]") {
   Fixture f;
   f.modern_session();
@@ -496,7 +503,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "modern egress: ping and logging/setLevel are answered by the bridge; the level travels "
+    "modern egress: ping and logging/setLevel are answered by the bridge: the level travels "
     "in later envelopes (basic/index §_meta logLevel)",
     "[modern-upstream][basic/index]") {
   Fixture f;
@@ -527,7 +534,7 @@ TEST_CASE(
 
 TEST_CASE(
     "modern egress: resources/subscribe opens a new listen with the URI, answered once it is "
-    "acknowledged; the old listen is then closed (subscriptions §Cancellation)",
+    "acknowledged: the old listen is then closed (subscriptions §Cancellation)",
     "[modern-upstream][subscriptions]") {
   Fixture f;
   const auto first = f.modern_session();
@@ -593,7 +600,7 @@ TEST_CASE("modern egress: a listen that served for a while and ends is reopened 
 }
 
 TEST_CASE(
-    "modern egress: a listen that ends young is reopened with backoff; one the server refuses "
+    "modern egress: a listen that ends young is reopened with backoff: one the server refuses "
     "fails the subscriptions waiting for it",
     "[modern-upstream][subscriptions]") {
   Fixture f;
@@ -639,7 +646,7 @@ TEST_CASE(
 
 TEST_CASE(
     "modern egress (basic/patterns/mrtr): input_required with one key becomes one request to "
-    "the MQTT client; its answer goes back in a retry under a new id",
+    "the MQTT client: its answer goes back in a retry under a new id",
     "[modern-upstream][mrtr]") {
   Fixture f;
   f.modern_session();
@@ -777,7 +784,7 @@ TEST_CASE(
 
 TEST_CASE(
     "modern egress: the MQTT client's error answer to an input request fails the call with "
-    "that error; the round's other input requests are cancelled",
+    "that error: the round's other input requests are cancelled",
     "[modern-upstream][mrtr]") {
   Fixture f;
   f.modern_session();
@@ -802,6 +809,30 @@ TEST_CASE(
         "elicitation/create (input \"a\") to the MQTT client failed: Method not found");
   CHECK(at(got[1], "error.data") == R"({"why":"no"})");
   CHECK(f.server->take().empty());
+  CHECK(f.splice->pending(Splice::Side::server) == 0);
+}
+
+TEST_CASE(
+    "modern egress: an input request the splice refuses (too many in flight) fails the call: "
+    "the rest of the round is not sent",
+    "[modern-upstream][mrtr]") {
+  Fixture f(Fixture::Setup{}.pending(1));
+  f.modern_session();
+  f.client->inject(kCallElicit);
+  const auto attempt = f.server_got();
+  f.server->inject(result_for(
+      quoted(*at(attempt, "id")),
+      R"({"resultType":"input_required","inputRequests":{"a":{"method":"roots/list"},"b":{"method":"roots/list"}}})"));
+  const auto got = f.client->take();
+  REQUIRE(got.size() == 3);
+  CHECK(at(got[0], "method") == "roots/list");
+  CHECK(at(got[1], "method") == "notifications/cancelled");
+  CHECK(at(got[1], "params.requestId") == at(got[0], "id"));
+  CHECK(at(got[2], "id") == "7");
+  CHECK(
+      at(got[2], "error.message")->find("to the MQTT client failed: too many requests in flight") !=
+      std::string::npos);
+  CHECK(f.adapter->calls_in_flight() == 0);
   CHECK(f.splice->pending(Splice::Side::server) == 0);
 }
 
@@ -831,7 +862,7 @@ TEST_CASE(
 
 TEST_CASE(
     "modern egress: the client's cancellation reaches the attempt in flight upstream, with the "
-    "envelope; a late answer is dropped",
+    "envelope: a late answer is dropped",
     "[modern-upstream][cancellation]") {
   Fixture f;
   f.modern_session();
@@ -849,7 +880,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "modern egress: cancelling while input requests wait at the client cancels them; the "
+    "modern egress: cancelling while input requests wait at the client cancels them: the "
     "splice's timeout does the same",
     "[modern-upstream][cancellation]") {
   Fixture f;

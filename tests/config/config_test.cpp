@@ -126,7 +126,7 @@ TEST_CASE("mcpServers entries in the desktop-host form", "[config]") {
 
 TEST_CASE(
     "mcpServers protocol: auto by default, legacy or modern on request, anything else named "
-    "with the choices; egress discover_timeout_ms and max_input_rounds",
+    "with the choices: egress discover_timeout_ms and max_input_rounds",
     "[config]") {
   auto c = good(R"({
     "egress": { "discover_timeout_ms": 2500, "max_input_rounds": 3 },

@@ -56,7 +56,7 @@ bool eventually(Pred pred, std::chrono::milliseconds timeout = 10s) {
 
 TEST_CASE(
     "HTTP client (streamable-http §Standard Request Headers): a 2026-07-28 request goes "
-    "without a session, with MCP-Protocol-Version, Mcp-Method and Mcp-Name from its body; no "
+    "without a session, with MCP-Protocol-Version, Mcp-Method and Mcp-Name from its body: no "
     "GET stream, no DELETE",
     "[integration][http][client][modern]") {
   test::fake::Script script;
@@ -109,7 +109,7 @@ TEST_CASE(
 
 TEST_CASE(
     "HTTP client (streamable-http §Server Validation): a 4xx whose body is a JSON-RPC error "
-    "is that error for the request; other 4xx bodies are described as before",
+    "is that error for the request: other 4xx bodies are described as before",
     "[integration][http][client][modern]") {
   test::fake::Script script;
   script.request = [](Conn& c, const Request& r, const jsonrpc::Message& m) {
@@ -149,7 +149,7 @@ TEST_CASE(
 
 TEST_CASE(
     "HTTP client (streamable-http §Cancellation): notifications/cancelled of a 2026-07-28 "
-    "request closes that request's stream and posts nothing; a long-lived listen streams "
+    "request closes that request's stream and posts nothing: a long-lived listen streams "
     "notifications as they come",
     "[integration][http][client][modern]") {
   std::atomic<bool> call_stream_closed{false};
@@ -198,7 +198,7 @@ TEST_CASE(
 
 TEST_CASE(
     "HTTP client (changelog Major §9): a 2026-07-28 stream cut before its response is not "
-    "resumed; the request gets an error",
+    "resumed: the request gets an error",
     "[integration][http][client][modern]") {
   test::fake::Script script;
   script.request = [](Conn& c, const Request&, const jsonrpc::Message&) {
