@@ -80,8 +80,6 @@ Expected<UpstreamFactory, std::string> http_upstream(const config::ServerEntry& 
                                                      const config::Timeouts& timeouts) {
   auto spec = upstream_spec(entry);
   if (!spec) return unexpected(spec.error());
-  // "auto": a 2026-only server's -32022 on initialize is the signal to switch, not the end.
-  spec->modern_fallback = entry.protocol == config::ServerProtocol::automatic;
   // The splice's per-method timeouts answer first; the HTTP client's own bounds only stop a
   // response that outlives every one of them.
   int longest = timeouts.default_ms;
@@ -159,14 +157,8 @@ void ExposedServer::on_initialize(const std::shared_ptr<mqtt::ClientLink>& link,
   s.strand = link->executor();
   s.scheduler = std::make_unique<AsioScheduler>(link->executor());
   if (made && options_.entry.protocol != config::ServerProtocol::legacy) {
-    bridge::ModernUpstream::Options mo;
-    mo.mode = options_.entry.protocol == config::ServerProtocol::modern
-                  ? bridge::ModernUpstream::Mode::modern
-                  : bridge::ModernUpstream::Mode::automatic;
+    auto mo = modern_upstream_options(options_.entry, options_.egress);
     mo.memory = era_memory_;
-    mo.discover_timeout = std::chrono::milliseconds(options_.egress.discover_timeout_ms);
-    mo.max_input_rounds = static_cast<std::size_t>(options_.egress.max_input_rounds);
-    mo.server_name = options_.entry.name;
     mo.log_prefix = prefix;
     if (options_.entry.is_stdio()) {
       // stdio §Backward Compatibility: probe a copy of the command, as the v2 SDK client does,
