@@ -7,10 +7,12 @@
 // MQTT, list changes and resource updates on the capability topic. Also: the conformance suite
 // (0.2.0-alpha.12, requirements 2025-11-25) through the bridge equals the suite run directly,
 // and dual-era servers still work either way.
+#include <atomic>
 #include <map>
 
 #include <catch2/catch.hpp>
 
+#include "tests/http/client_fake_server.hpp"
 #include "tests/support/bridge_process.hpp"
 #include "tests/support/ingress_bridge.hpp"
 #include "tests/support/mosquitto.hpp"
@@ -20,6 +22,8 @@
 
 using namespace mcpmqtt::test;
 using namespace std::chrono_literals;
+namespace fake = mcpmqtt::test::fake;
+namespace jsonrpc = mcpmqtt::jsonrpc;
 
 namespace {
 
@@ -244,22 +248,54 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "modern egress: with the era remembered as legacy, the server's -32022 to initialize "
-    "switches the session to 2026-07-28",
+    "modern egress over HTTP (basic/versioning §Backward Compatibility): a server that fails "
+    "the probe but refuses initialize with -32022 is spoken to in 2026-07-28 after all, and "
+    "its next session goes straight to server/discover",
     "[egress][modern][http-egress]") {
   Mosquitto broker;
-  NodeHttpServer upstream(sdk2_server_script(), {"--http", "--port", "0", "--legacy", "reject"});
-  // A probe that cannot wait is as good as no answer: legacy, then the refusal of initialize.
-  auto bridge =
-      publish(broker, url_entry(upstream.url), R"("egress": {"discover_timeout_ms": 100}, )");
+  std::atomic<int> discovers{0};
+  fake::Script script;
+  script.initialize = [](fake::Conn& c, const fake::Request&, const jsonrpc::Message& m) {
+    c.respond(
+        400, "application/json",
+        R"({"jsonrpc":"2.0","id":)" + m.id().to_json() +
+            R"(,"error":{"code":-32022,"message":"Unsupported protocol version: 2025-03-26","data":{"supported":["2026-07-28"],"requested":"2025-03-26"}}})");
+  };
+  script.request = [&](fake::Conn& c, const fake::Request& r, const jsonrpc::Message& m) {
+    if (m.method() == "server/discover") {
+      // The first probe is refused in a way that means "2025" (a 4xx that is not JSON-RPC).
+      if (++discovers == 1) return (void)c.respond(404, "text/plain", "not here");
+      c.json(fake::result_json(
+          m.id(),
+          R"({"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"fake-2026","version":"1"}}})"));
+      return;
+    }
+    // What reached the server: its headers, as the body (streamable-http §Standard Request
+    // Headers).
+    c.json(fake::result_json(
+        m.id(), R"({"content":[],"structuredContent":{"version":")" +
+                    r.header("MCP-Protocol-Version") + R"(","method":")" + r.header("Mcp-Method") +
+                    R"(","name":")" + r.header("Mcp-Name") + R"(","session":")" +
+                    r.header("Mcp-Session-Id") + R"("},"resultType":"complete"})"));
+  };
+  fake::Server upstream(fake::mcp(script));
+  auto bridge = publish(broker, url_entry(upstream.url()));
   for (int i = 0; i < 2; ++i) {
     McpMqttClient client(broker.url(), kName);
     auto init = client.initialize(R"({"sampling":{}})");
     REQUIRE(init);
-    CHECK(json_at(*init, "result.serverInfo.name") == "mcp-mqtt-bridge-sdk2-server");
-    auto echo = client.request("tools/call", R"({"name":"echo","arguments":{"message":"x"}})");
-    CHECK(report(echo, "era") == "modern");
+    INFO(*init);
+    CHECK(json_at(*init, "result.serverInfo.name") == "fake-2026");
+    auto call = client.request("tools/call", R"({"name":"x","arguments":{}})");
+    CHECK(report(call, "version") == "2026-07-28");
+    CHECK(report(call, "method") == "tools/call");
+    CHECK(report(call, "name") == "x");
+    CHECK(report(call, "session") == "<absent>");
   }
+  CHECK(discovers == 3);  // the failed probe, the one after -32022, the second session's
+  CHECK(upstream.count(fake::post_with("\"initialize\"")) == 1);
+  CHECK(upstream.count(fake::method_is("GET")) == 0);
+  CHECK(bridge->log().find("refused initialize with -32022") != std::string::npos);
 }
 
 TEST_CASE(
