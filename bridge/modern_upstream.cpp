@@ -388,6 +388,11 @@ void ModernUpstream::on_upstream_message(Message m) {
     case Phase::modern:
       break;
     default:
+      // Nothing of the session has reached the server yet: nobody asked, nobody will answer.
+      if (m.is_request()) {
+        return to_upstream(Message::error(
+            m.id(), invalid_request, "the session is not initialized yet; no request is taken"));
+      }
       logger()->debug("{} dropped a {} from the server while negotiating", options_.log_prefix,
                       jsonrpc::to_string(m.kind()));
       return;

@@ -924,6 +924,18 @@ TEST_CASE(
 // ---- the server's own messages, errors and close
 // -------------------------------------------------
 
+TEST_CASE("modern egress: a request from the server while negotiating is refused",
+          "[modern-upstream]") {
+  Fixture f;
+  f.client->inject(kInitialize);
+  f.server->take();
+  f.server->inject(R"({"jsonrpc":"2.0","id":"early","method":"roots/list"})");
+  const auto refused = f.server_got();
+  CHECK(at(refused, "id") == "early");
+  CHECK(at(refused, "error.code") == "-32600");
+  CHECK(f.client->take().empty());
+}
+
 TEST_CASE("modern egress: a request from a 2026-07-28 server is refused (there are none)",
           "[modern-upstream]") {
   Fixture f;
