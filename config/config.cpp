@@ -389,6 +389,20 @@ void read_server(const std::string& name, const Value& v, const std::string& pat
   }
   r.boolean("tls_verify", s.tls_verify);
   r.integer("max_sessions", s.max_sessions, 1, 100000);
+  std::string protocol;
+  if (r.string("protocol", protocol)) {
+    if (protocol == "auto")
+      s.protocol = ServerProtocol::automatic;
+    else if (protocol == "legacy")
+      s.protocol = ServerProtocol::legacy;
+    else if (protocol == "modern")
+      s.protocol = ServerProtocol::modern;
+    else
+      r.problem("protocol",
+                "expected \"auto\" (server/discover, then initialize), \"legacy\" (initialize "
+                "only: MCP 2025-11-25 and earlier) or \"modern\" (MCP 2026-07-28 only), found \"" +
+                    protocol + "\"");
+  }
   if (const Value* meta = r.get("meta")) {
     if (!meta->IsObject()) {
       r.problem("meta", std::string("expected an object, found ") + type_name(*meta));
@@ -692,6 +706,8 @@ LoadResult parse(const std::string& text, const std::string& origin, GetEnv gete
     r.integer("max_sessions_per_server", cfg.egress.max_sessions_per_server, 1, 100000);
     r.integer("terminate_after_ms", cfg.egress.terminate_after_ms, 0, 600000);
     r.integer("kill_after_ms", cfg.egress.kill_after_ms, 0, 600000);
+    r.integer("discover_timeout_ms", cfg.egress.discover_timeout_ms, 100, 600000);
+    r.integer("max_input_rounds", cfg.egress.max_input_rounds, 1, 100);
     r.finish();
   }
   if (const Value* v = top.object("timeouts"))

@@ -124,6 +124,13 @@ struct Timeouts {
   bool operator==(const Timeouts&) const = default;
 };
 
+// The protocol era an mcpServers entry is spoken to in (MCP basic/versioning §Terminology).
+enum class ServerProtocol {
+  automatic,  // "auto": server/discover first, initialize as the fallback; the verdict is kept
+  legacy,     // "legacy": initialize only (2025-11-25 and earlier), no probe
+  modern,     // "modern": 2026-07-28 only, never initialize
+};
+
 struct ServerEntry {
   std::string name;  // the MQTT server-name (the key under mcpServers)
   std::string description;
@@ -138,6 +145,7 @@ struct ServerEntry {
   std::map<std::string, std::string> headers;  // ${VAR} already expanded; values never logged
   bool tls_verify = true;
   std::size_t max_sessions = 32;
+  ServerProtocol protocol = ServerProtocol::automatic;
 
   bool is_stdio() const { return !command.empty(); }
   bool is_http() const { return !url.empty(); }
@@ -149,6 +157,11 @@ struct EgressConfig {
   std::size_t max_sessions_per_server = 32;
   int terminate_after_ms = 2000;  // stdin closed → SIGTERM after this long
   int kill_after_ms = 3000;       // SIGTERM → SIGKILL after this long
+  // Servers whose era is not known yet: how long server/discover may take before the session
+  // falls back to initialize (and how long a subscriptions/listen may take to be acknowledged).
+  int discover_timeout_ms = 10000;
+  // input_required rounds of one request of a 2026-07-28 server before the bridge gives up.
+  int max_input_rounds = 10;
 
   bool operator==(const EgressConfig&) const = default;
 };

@@ -30,7 +30,8 @@ const std::vector<SubcommandSpec>& subcommands() {
        "  JSON-RPC; logs go to stderr (warnings only unless --log-level says otherwise). Exits 0\n"
        "  when stdin closes or on SIGTERM, after telling the server; 1 if the session fails.\n"},
       {"expose", Command::expose,
-       "expose --name NAME [--description TEXT] [--broker URL] -- COMMAND [ARGS...]",
+       "expose --name NAME [--description TEXT] [--protocol ERA] [--broker URL] -- COMMAND "
+       "[ARGS...]",
        "expose: publish one stdio MCP server on MQTT without a configuration file. Each MQTT\n"
        "  client session gets its own COMMAND process (run without a shell). Example:\n"
        "    mcp-mqtt-bridge expose --broker mqtt://127.0.0.1:1883 --name demo/everything \\\n"
@@ -93,6 +94,20 @@ const std::vector<OptionSpec>& options() {
        "expose: the description in the server's online presence",
        {Command::expose},
        [](CommandLine& c, const std::string& v) { c.description = v; }},
+      {"--protocol",
+       "ERA",
+       "expose: the MCP era spoken to COMMAND: auto (server/discover, then initialize), legacy "
+       "(initialize only: MCP 2025-11-25 and earlier) or modern (MCP 2026-07-28 only); default "
+       "auto",
+       {Command::expose},
+       [](CommandLine& c, const std::string& v) {
+         if (v == "legacy")
+           c.protocol = config::ServerProtocol::legacy;
+         else if (v == "modern")
+           c.protocol = config::ServerProtocol::modern;
+         else
+           c.protocol = config::ServerProtocol::automatic;
+       }},
       {"--help",
        nullptr,
        "show this help and exit",
@@ -163,6 +178,11 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
       }
     } else if (has_inline_value) {
       return {std::nullopt, std::string("option ") + it->name + " takes no value"};
+    }
+    if (std::string_view(it->name) == "--protocol" && value != "auto" && value != "legacy" &&
+        value != "modern") {
+      return {std::nullopt,
+              "option --protocol expects auto, legacy or modern, found \"" + value + "\""};
     }
     it->apply(cl, value);
   }

@@ -273,6 +273,9 @@ void Daemon::reload() {
       changes.push_back("changed " + server->server_name());
       retire_server(server, "its mcpServers entry changed; a new instance replaces it");
     } else {
+      // A reload is how an operator says the server may have changed: its MCP era is probed
+      // again by its next session.
+      server->forget_era();
       kept.push_back(server);
     }
   }

@@ -155,4 +155,97 @@ std::string with_envelope(std::string_view params_json, const Envelope& envelope
 // for a 2025 server. progressToken and every other member stay.
 std::string without_envelope(const rapidjson::Value* params);
 
+// ---- egress: a 2026-07-28 server behind a 2025 session ----------------------------------------
+// (issue 19, egress half: the MQTT side stays a 2025 session, 004 §Initialization; the upstream
+// speaks 2026-07-28. These functions translate between the two; bridge/modern_upstream.hpp uses
+// them.)
+
+// The 2025-era revisions a session over MQTT may name in initialize, newest first.
+const std::vector<std::string>& legacy_versions();
+// The version an initialize result gives a 2025 client that asked for `requested`: the same when
+// the bridge knows it, else the newest legacy revision (basic/lifecycle of 2025-11-25: "the
+// server MUST respond with another protocol version it supports").
+std::string legacy_version_for(std::string_view requested);
+
+// What a DiscoverResult says (schema DiscoverResult; server/discover).
+struct Discovered {
+  std::vector<std::string> supported_versions;
+  std::string capabilities_json = "{}";  // an object
+  std::optional<std::string> instructions;
+  // _meta["io.modelcontextprotocol/serverInfo"], or the body's serverInfo of drafts before spec
+  // PR #3002; empty when neither is there.
+  std::string server_info_json;
+};
+// Reads a server/discover result; the error says what is malformed.
+Expected<Discovered, std::string> read_discover_result(const rapidjson::Value& result);
+// The newest of supported_versions() the server lists, or empty when there is none.
+std::string common_modern_version(const Discovered& discovered);
+// The result of a 2025 client's initialize answered from what discover said: protocolVersion
+// (legacy_version_for), capabilities, serverInfo (`fallback_server_info_json` when discover gave
+// none), instructions.
+std::string legacy_initialize_result(const Discovered& discovered, std::string_view requested,
+                                     std::string_view fallback_server_info_json);
+
+// A result's resultType is "input_required" (basic/patterns/mrtr). Absent means "complete".
+bool is_input_required(const rapidjson::Value& result);
+
+// One entry of an input_required result's inputRequests: the server's key, the method
+// (elicitation/create, sampling/createMessage, roots/list) and its params (JSON; empty: none).
+struct InputRequest {
+  std::string key;
+  std::string method;
+  std::string params_json;
+};
+struct InputRequired {
+  std::vector<InputRequest> requests;  // in the order the server wrote them
+  std::optional<std::string> request_state;
+};
+// Reads an input_required result (mrtr §Server Requirements; schema InputRequiredResult):
+// inputRequests an object of {method: string, params?: object}, requestState a string, at least
+// one of the two present, at most `max_requests` requests. The error says what is wrong.
+Expected<InputRequired, std::string> read_input_required(const rapidjson::Value& result,
+                                                         std::size_t max_requests);
+// The params of the server→client request that stands for input request `key` on a 2025
+// session: its params with the bridge keys in _meta (bridge_key::input_key = key,
+// bridge_key::input_round = {"size": round_size}).
+std::string input_request_params(std::string_view params_json, std::string_view key,
+                                 std::size_t round_size);
+// The params of a request to a modern server: `original` (the 2025 client's params; null for
+// none) with the envelope merged into _meta (with_envelope). With `responses` (a retry, mrtr
+// §Client Requirements 2): inputResponses = {key: the bare result}, replacing any the original
+// carried, and requestState = `request_state` exactly, or removed when the round gave none.
+// Without it the params go as they are (a 2026 client's own retry passes through unchanged).
+struct InputResponse {
+  std::string key;
+  std::string result_json;  // the client's result object
+};
+std::string request_params(const rapidjson::Value* original, const Envelope& envelope,
+                           const std::vector<InputResponse>* responses = nullptr,
+                           const std::optional<std::string>& request_state = std::nullopt);
+
+// What a subscriptions/listen asks for (schema SubscriptionFilter).
+struct ListenFilter {
+  bool tools_list_changed = false;
+  bool prompts_list_changed = false;
+  bool resources_list_changed = false;
+  std::vector<std::string> resource_subscriptions;
+  bool empty() const {
+    return !tools_list_changed && !prompts_list_changed && !resources_list_changed &&
+           resource_subscriptions.empty();
+  }
+  bool operator==(const ListenFilter&) const = default;
+};
+// The filter a server honours (its capabilities' listChanged flags; the URIs only with
+// resources.subscribe), for `uris` wanted.
+ListenFilter honoured_filter(std::string_view capabilities_json,
+                             const std::vector<std::string>& uris);
+// The params of subscriptions/listen with that filter, envelope included.
+std::string listen_params(const ListenFilter& filter, const Envelope& envelope);
+// A capability flag of a capabilities object: `path` such as "resources.subscribe" or
+// "logging" (present as any value but false/null).
+bool has_capability(std::string_view capabilities_json, std::string_view path);
+// params of a notification from a listen stream without _meta subscriptionId (and without _meta
+// when nothing else is in it): what a 2025 client gets. Empty when `params` is null.
+std::string without_subscription_id(const rapidjson::Value* params);
+
 }  // namespace mcpmqtt::modern

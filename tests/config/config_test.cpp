@@ -124,6 +124,40 @@ TEST_CASE("mcpServers entries in the desktop-host form", "[config]") {
   CHECK(c.find_server("off/one") == nullptr);
 }
 
+TEST_CASE(
+    "mcpServers protocol: auto by default, legacy or modern on request, anything else named "
+    "with the choices: egress discover_timeout_ms and max_input_rounds",
+    "[config]") {
+  auto c = good(R"({
+    "egress": { "discover_timeout_ms": 2500, "max_input_rounds": 3 },
+    "mcpServers": {
+      "a/default": { "command": "x" },
+      "a/legacy": { "command": "x", "protocol": "legacy" },
+      "a/modern": { "url": "http://127.0.0.1:9/mcp", "protocol": "modern" }
+    }
+  })");
+  REQUIRE(c.servers.size() == 3);
+  CHECK(c.servers[0].protocol == ServerProtocol::automatic);
+  CHECK(c.servers[1].protocol == ServerProtocol::legacy);
+  CHECK(c.servers[2].protocol == ServerProtocol::modern);
+  CHECK(c.egress.discover_timeout_ms == 2500);
+  CHECK(c.egress.max_input_rounds == 3);
+  CHECK(good("{}").egress.discover_timeout_ms == 10000);
+  CHECK(good("{}").egress.max_input_rounds == 10);
+
+  auto p = only_problem(R"({"mcpServers": {"a/b": {"command": "x", "protocol": "2026-07-28"}}})");
+  CHECK(p.path == R"(mcpServers."a/b".protocol)");
+  CHECK(p.message ==
+        R"(expected "auto" (server/discover, then initialize), "legacy" (initialize only: MCP )"
+        R"(2025-11-25 and earlier) or "modern" (MCP 2026-07-28 only), found "2026-07-28")");
+  auto t = only_problem(R"({"egress": {"discover_timeout_ms": 5}})");
+  CHECK(t.path == "egress.discover_timeout_ms");
+  auto q = only_problem(R"({"egress": {"max_input_rounds": 0}})");
+  CHECK(q.path == "egress.max_input_rounds");
+  auto typo = only_problem(R"({"mcpServers": {"a/b": {"command": "x", "protocl": "auto"}}})");
+  CHECK(typo.message == R"(unknown key; did you mean "protocol"?)");
+}
+
 TEST_CASE("a misspelt key names its path and suggests the known key", "[config][malformed]") {
   auto p = only_problem(R"({"mqtt": {"ulr": "mqtt://x"}})");
   CHECK(p.path == "mqtt.ulr");

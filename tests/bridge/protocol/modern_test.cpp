@@ -215,5 +215,176 @@ TEST_CASE("modern: the envelope added for a modern server and removed for a 2025
   CHECK(without_envelope(nullptr).empty());
 }
 
+// ---- egress: a 2026-07-28 server behind a 2025 session ----------------------------------------
+
+TEST_CASE(
+    "modern egress vocabulary (server/discover): a DiscoverResult is read, serverInfo from _meta "
+    "or the pre-#3002 body, and a 2025 initialize result is made of it",
+    "[modern][server/discover]") {
+  auto d = read_discover_result(doc(
+      R"({"supportedVersions":["2026-07-28","2027-01-01"],"capabilities":{"tools":{}},"instructions":"hi","resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}}})"));
+  REQUIRE(d);
+  CHECK(d->supported_versions == std::vector<std::string>{"2026-07-28", "2027-01-01"});
+  CHECK(d->capabilities_json == R"({"tools":{}})");
+  CHECK(d->instructions == "hi");
+  CHECK(d->server_info_json == R"({"name":"s","version":"1"})");
+  CHECK(common_modern_version(*d) == "2026-07-28");
+  auto init = doc(legacy_initialize_result(*d, "2025-03-26", R"({"name":"fallback"})"));
+  CHECK(std::string(init["protocolVersion"].GetString()) == "2025-03-26");
+  CHECK(init["capabilities"].HasMember("tools"));
+  CHECK(std::string(init["serverInfo"]["name"].GetString()) == "s");
+  CHECK(std::string(init["instructions"].GetString()) == "hi");
+  // An unknown or modern version asked for: the newest 2025 one (2025-11-25 basic/lifecycle).
+  CHECK(legacy_version_for("2024-11-05") == "2024-11-05");
+  CHECK(legacy_version_for("2026-07-28") == "2025-11-25");
+  CHECK(legacy_version_for("") == "2025-11-25");
+
+  auto body_info = read_discover_result(doc(
+      R"({"supportedVersions":["2027-01-01"],"capabilities":{},"serverInfo":{"name":"old-draft","version":"0"}})"));
+  REQUIRE(body_info);
+  CHECK(body_info->server_info_json == R"({"name":"old-draft","version":"0"})");
+  CHECK(common_modern_version(*body_info).empty());
+  auto no_info = read_discover_result(doc(R"({"supportedVersions":[],"capabilities":{}})"));
+  REQUIRE(no_info);
+  CHECK(doc(legacy_initialize_result(
+            *no_info, "2025-06-18", R"({"name":"fallback"})"))["serverInfo"]["name"] == "fallback");
+  CHECK_FALSE(doc(legacy_initialize_result(*no_info, "x", "{}")).HasMember("instructions"));
+
+  CHECK(read_discover_result(doc(R"({"capabilities":{}})")).error() ==
+        "supportedVersions is missing or not an array");
+  CHECK(read_discover_result(doc(R"({"supportedVersions":[1],"capabilities":{}})")).error() ==
+        "supportedVersions holds a non-string");
+  CHECK(read_discover_result(doc(R"({"supportedVersions":[]})")).error() ==
+        "capabilities is missing or not an object");
+  CHECK(read_discover_result(doc("[]")).error() == "the result is not an object");
+}
+
+TEST_CASE(
+    "modern egress vocabulary (basic/patterns/mrtr): input_required results are read in the "
+    "server's order, and malformed ones are named",
+    "[modern][mrtr]") {
+  CHECK(is_input_required(doc(R"({"resultType":"input_required"})")));
+  CHECK_FALSE(is_input_required(doc(R"({"resultType":"complete"})")));
+  CHECK_FALSE(is_input_required(doc(R"({"content":[]})")));
+  auto in = read_input_required(
+      doc(R"({"resultType":"input_required","inputRequests":{"z":{"method":"roots/list"},"a":{"method":"elicitation/create","params":{"message":"m"}}},"requestState":"st"})"),
+      8);
+  REQUIRE(in);
+  REQUIRE(in->requests.size() == 2);
+  CHECK(in->requests[0].key == "z");
+  CHECK(in->requests[0].method == "roots/list");
+  CHECK(in->requests[0].params_json.empty());
+  CHECK(in->requests[1].key == "a");
+  CHECK(in->requests[1].params_json == R"({"message":"m"})");
+  CHECK(in->request_state == "st");
+  auto state_only = read_input_required(doc(R"({"requestState":""})"), 8);
+  REQUIRE(state_only);
+  CHECK(state_only->requests.empty());
+  CHECK(state_only->request_state == "");
+
+  auto bad = [](const std::string& text) {
+    auto r = read_input_required(doc(text), 2);
+    REQUIRE_FALSE(r);
+    return r.error();
+  };
+  // mrtr §Server Requirements 6: at least one of the two.
+  CHECK(bad(R"({"resultType":"input_required"})") ==
+        "it has neither inputRequests nor requestState");
+  CHECK(bad(R"({"inputRequests":[]})") == "inputRequests is not an object");
+  CHECK(bad(R"({"inputRequests":{"k":{"params":{}}}})") ==
+        "inputRequests.k is not a request ({method, params})");
+  CHECK(bad(R"({"inputRequests":{"k":{"method":"roots/list","params":3}}})") ==
+        "inputRequests.k.params is not an object");
+  CHECK(bad(R"({"requestState":7})") == "requestState is not a string");
+  CHECK(bad(R"({"inputRequests":{"a":{"method":"x"},"b":{"method":"x"},"c":{"method":"x"}}})") ==
+        "inputRequests holds 3 requests, more than the 2 the bridge takes in one round");
+}
+
+TEST_CASE(
+    "modern egress vocabulary: an input request on a 2025 session carries the bridge keys "
+    "inputKey and inputRound",
+    "[modern][mrtr]") {
+  auto p =
+      doc(input_request_params(R"({"message":"m","_meta":{"progressToken":1}})", "user_name", 3));
+  CHECK(std::string(p["message"].GetString()) == "m");
+  CHECK(p["_meta"]["progressToken"].GetInt() == 1);
+  CHECK(std::string(p["_meta"][bridge_key::input_key].GetString()) == "user_name");
+  CHECK(p["_meta"][bridge_key::input_round]["size"].GetInt() == 3);
+  CHECK(input_request_params("", "r", 1) ==
+        R"({"_meta":{"mcp-mqtt-bridge/inputKey":"r","mcp-mqtt-bridge/inputRound":{"size":1}}})");
+}
+
+TEST_CASE(
+    "modern egress vocabulary (mrtr §Client Requirements 2): a retry carries this round's "
+    "inputResponses and the requestState exactly, never one the server did not give",
+    "[modern][mrtr]") {
+  Envelope e;
+  e.protocol_version = "2026-07-28";
+  e.client_capabilities_json = R"({"sampling":{}})";
+  const auto original = doc(
+      R"({"name":"t","arguments":{"x":1},"inputResponses":{"old":{}},"requestState":"old-state","_meta":{"progressToken":"p"}})");
+  // First attempt: as it came (a 2026 client's own retry passes through), envelope added.
+  auto first = doc(request_params(&original, e));
+  CHECK(first["inputResponses"].HasMember("old"));
+  CHECK(std::string(first["requestState"].GetString()) == "old-state");
+  CHECK(first["_meta"].HasMember(key::protocol_version));
+  CHECK(std::string(first["_meta"]["progressToken"].GetString()) == "p");
+
+  const std::string state = "v1.\xC3\xA9\"\\/\x01.sig";  // escapes, non-ASCII, a control char
+  std::vector<InputResponse> answers = {{"k1", R"({"action":"accept"})"},
+                                        {"k2", R"({"roots":[]})"}};
+  auto retry = doc(request_params(&original, e, &answers, state));
+  CHECK(std::string(retry["name"].GetString()) == "t");
+  CHECK(retry["arguments"]["x"].GetInt() == 1);
+  CHECK(retry["inputResponses"].MemberCount() == 2);
+  CHECK(std::string(retry["inputResponses"]["k1"]["action"].GetString()) == "accept");
+  CHECK(retry["inputResponses"]["k2"]["roots"].IsArray());
+  CHECK(std::string(retry["requestState"].GetString(), retry["requestState"].GetStringLength()) ==
+        state);
+  CHECK(std::string(retry["_meta"][key::protocol_version].GetString()) == "2026-07-28");
+
+  auto no_state = doc(request_params(&original, e, &answers, std::nullopt));
+  CHECK_FALSE(no_state.HasMember("requestState"));
+  auto bare = doc(request_params(nullptr, e));
+  CHECK(bare["_meta"].HasMember(key::client_capabilities));
+}
+
+TEST_CASE(
+    "modern egress vocabulary (subscriptions): a listen asks only for what the server "
+    "declares, and its notifications lose the subscriptionId",
+    "[modern][subscriptions]") {
+  const std::string caps =
+      R"({"tools":{"listChanged":true},"prompts":{},"resources":{"listChanged":false,"subscribe":true},"logging":{}})";
+  auto f = honoured_filter(caps, {"a://1", "b://2"});
+  CHECK(f.tools_list_changed);
+  CHECK_FALSE(f.prompts_list_changed);
+  CHECK_FALSE(f.resources_list_changed);
+  CHECK(f.resource_subscriptions == std::vector<std::string>{"a://1", "b://2"});
+  CHECK(honoured_filter(R"({"resources":{"subscribe":false}})", {"a://1"}).empty());
+  CHECK(honoured_filter("not json", {}).empty());
+
+  Envelope e;
+  e.protocol_version = "2026-07-28";
+  auto p = doc(listen_params(f, e));
+  CHECK(p["notifications"]["toolsListChanged"].GetBool());
+  CHECK_FALSE(p["notifications"].HasMember("promptsListChanged"));
+  CHECK(p["notifications"]["resourceSubscriptions"].Size() == 2);
+  CHECK(p["_meta"].HasMember(key::protocol_version));
+  CHECK(doc(listen_params(ListenFilter{}, e))["notifications"].ObjectEmpty());
+
+  CHECK(has_capability(caps, "logging"));
+  CHECK(has_capability(caps, "resources.subscribe"));
+  CHECK_FALSE(has_capability(caps, "resources.listChanged"));
+  CHECK_FALSE(has_capability(caps, "completions"));
+  CHECK_FALSE(has_capability(caps, "tools.listChanged.x"));
+
+  const auto tagged =
+      doc(R"({"uri":"a://1","_meta":{"io.modelcontextprotocol/subscriptionId":"listen:0","k":1}})");
+  CHECK(without_subscription_id(&tagged) == R"({"uri":"a://1","_meta":{"k":1}})");
+  const auto only = doc(R"({"_meta":{"io.modelcontextprotocol/subscriptionId":3}})");
+  CHECK(without_subscription_id(&only) == "{}");
+  CHECK(without_subscription_id(nullptr).empty());
+}
+
 }  // namespace
 }  // namespace mcpmqtt::modern
