@@ -109,6 +109,7 @@ struct ModernGateway::Run {
   CallId call = 0;            // the downstream request answered next; 0 while parked
   std::string method;
   std::string key;
+  std::string server_name;
   std::string principal;
   std::string params_digest;
   std::string server_info_json;
@@ -239,6 +240,21 @@ ModernGateway::CallId ModernGateway::handle(Call call, Responder responder) {
 
   const auto& method = m.method();
   const Value* params = m.params();
+  if (method == "tools/call" && p.call.headers) {
+    // streamable-http §Standard Request Headers (SEP-2243): the Mcp-Param-{Name} headers of a
+    // tool the bridge has seen listed.
+    auto server = param_headers_.find(p.call.server_name);
+    const Value* name = member(params, "name");
+    if (server != param_headers_.end() && name && name->IsString()) {
+      auto tool = server->second.find(std::string(name->GetString(), name->GetStringLength()));
+      if (tool != server->second.end()) {
+        if (auto e = modern::check_param_headers(m, tool->second, p.call.param_headers)) {
+          refuse(p, *e, 400);
+          return id;
+        }
+      }
+    }
+  }
   if (method == "server/discover") {
     p.kind = Pending::Kind::discover;
     if (auto it = discover_cache_.find(p.call.server_name); it != discover_cache_.end()) {
@@ -925,6 +941,7 @@ void ModernGateway::start_run(Session& s, Pending& p) {
   run.call = p.id;
   run.method = m.method();
   run.key = p.key;
+  run.server_name = p.call.server_name;
   run.principal = p.call.principal;
   run.params_digest = params_digest(m);
   run.server_info_json = s.info.server_info_json;
@@ -989,6 +1006,8 @@ void ModernGateway::on_final(Session& s, Run& run, const jsonrpc::Message& m) {
     release(s);
     return;
   }
+  if (run.method == "tools/list" && m.kind() == jsonrpc::Kind::result && m.result_value())
+    learn_param_headers(run.server_name, *m.result_value());
   auto c = calls_.find(run.call);
   unsigned status = 200;
   const std::uint64_t run_id = run.id;
@@ -1002,6 +1021,21 @@ void ModernGateway::on_final(Session& s, Run& run, const jsonrpc::Message& m) {
     runs_.erase(run_id);
   }
   release(s);
+}
+
+void ModernGateway::learn_param_headers(const std::string& server_name,
+                                        const rapidjson::Value& result) {
+  constexpr std::size_t kMaxServers = 1024;
+  constexpr std::size_t kMaxTools = 4096;
+  auto tools = modern::param_headers_of(result);
+  if (tools.empty()) return;
+  if (param_headers_.size() >= kMaxServers && !param_headers_.count(server_name))
+    param_headers_.erase(param_headers_.begin());
+  auto& known = param_headers_[server_name];
+  for (auto& [tool, params] : tools) {
+    if (known.size() >= kMaxTools && !known.count(tool)) continue;
+    known[tool] = std::move(params);
+  }
 }
 
 // ---- MRTR ------------------------------------------------------------------------------------

@@ -105,6 +105,8 @@ class ModernGateway : public std::enable_shared_from_this<ModernGateway> {
     std::uint64_t origin = 0;  // the connection, for cancel_request() (stdio)
     jsonrpc::Message message;  // a request that claims_modern
     std::optional<modern::Headers> headers;  // HTTP; nullopt on stdio
+    // HTTP: the Mcp-Param-{Name} headers, {Name} in lowercase → value (SEP-2243).
+    std::vector<std::pair<std::string, std::string>> param_headers;
   };
   using CallId = std::uint64_t;
 
@@ -215,6 +217,10 @@ class ModernGateway : public std::enable_shared_from_this<ModernGateway> {
   std::map<std::uint64_t, std::unique_ptr<Session>> sessions_;  // by serial (opening order)
   std::unordered_map<std::uint64_t, std::unique_ptr<Run>> runs_;
   std::map<std::string, DiscoverInfo> discover_cache_;  // by server-name
+  // The x-mcp-header annotations of the tools each server listed (tools/list results seen), to
+  // check tools/call's Mcp-Param-{Name} headers: server-name → tool → annotated arguments.
+  std::map<std::string, std::map<std::string, std::vector<modern::ParamHeader>>> param_headers_;
+  void learn_param_headers(const std::string& server_name, const rapidjson::Value& result);
   std::unordered_map<std::uint64_t, std::vector<CallId>> by_origin_;
   CallId next_call_ = 1;
   std::uint64_t next_serial_ = 1;

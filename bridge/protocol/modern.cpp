@@ -614,4 +614,66 @@ jsonrpc::Error modern_error(const jsonrpc::Error& upstream, std::string_view uri
   return e;
 }
 
+// ---- the ingress: Mcp-Param-{Name} headers -----------------------------------------------------
+
+std::vector<std::pair<std::string, std::vector<ParamHeader>>> param_headers_of(
+    const rapidjson::Value& result) {
+  std::vector<std::pair<std::string, std::vector<ParamHeader>>> out;
+  const Value* tools = member(&result, "tools");
+  if (!tools || !tools->IsArray()) return out;
+  for (const auto& tool : tools->GetArray()) {
+    const Value* name = member(&tool, "name");
+    if (!name || !name->IsString()) continue;
+    std::vector<ParamHeader> params;
+    const Value* props = member(member(&tool, "inputSchema"), "properties");
+    if (props && props->IsObject()) {
+      for (auto it = props->MemberBegin(); it != props->MemberEnd(); ++it) {
+        const Value* header = member(&it->value, "x-mcp-header");
+        if (!header || !header->IsString() || header->GetStringLength() == 0) continue;
+        std::string lower(header->GetString(), header->GetStringLength());
+        std::transform(lower.begin(), lower.end(), lower.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        params.push_back({std::string(it->name.GetString(), it->name.GetStringLength()), lower});
+      }
+    }
+    out.emplace_back(std::string(name->GetString(), name->GetStringLength()), std::move(params));
+  }
+  return out;
+}
+
+std::optional<jsonrpc::Error> check_param_headers(
+    const jsonrpc::Message& call, const std::vector<ParamHeader>& params,
+    const std::vector<std::pair<std::string, std::string>>& sent) {
+  const Value* args = member(call.params(), "arguments");
+  for (const auto& p : params) {
+    const Value* value = member(args, p.argument.c_str());
+    if (!value || value->IsNull()) continue;
+    std::string expected;
+    if (value->IsString())
+      expected.assign(value->GetString(), value->GetStringLength());
+    else if (value->IsNumber() || value->IsBool())
+      expected = serialize(*value);
+    else
+      continue;  // only primitive values are mirrored
+    const std::string shown = "Mcp-Param-" + p.header;
+    auto it =
+        std::find_if(sent.begin(), sent.end(), [&](const auto& h) { return h.first == p.header; });
+    if (it == sent.end())
+      return header_mismatch("(missing)",
+                             shown + " is missing but arguments." + p.argument + " is present");
+    const auto decoded = decode_header_value(it->second);
+    if (!decoded) return header_mismatch(it->second, shown + " carries an invalid Base64 value");
+    bool same = *decoded == expected;
+    if (!same && value->IsNumber()) {
+      // 1.0 and 1 are the same number.
+      rapidjson::Document d;
+      d.Parse(decoded->data(), decoded->size());
+      same = !d.HasParseError() && d.IsNumber() && d.GetDouble() == value->GetDouble();
+    }
+    if (!same)
+      return header_mismatch(it->second, shown + " value does not match arguments." + p.argument);
+  }
+  return std::nullopt;
+}
+
 }  // namespace mcpmqtt::modern

@@ -224,4 +224,24 @@ jsonrpc::Error invalid_request_state();
 // data.uri when `uri` is given (conformance sep-2164-resource-not-found); anything else as is.
 jsonrpc::Error modern_error(const jsonrpc::Error& upstream, std::string_view uri = {});
 
+// ---- the ingress: Mcp-Param-{Name} headers (SEP-2243) -------------------------------------------
+
+// A tools/call argument mirrored into a header: the property of the tool's inputSchema whose
+// "x-mcp-header" annotation names the header (basic/transports/streamable-http §Standard
+// Request Headers, Mcp-Param-{Name}).
+struct ParamHeader {
+  std::string argument;
+  std::string header;  // the {Name} part, lowercase (header names are case-insensitive)
+};
+// The annotated top-level properties of each tool of a tools/list result.
+std::vector<std::pair<std::string, std::vector<ParamHeader>>> param_headers_of(
+    const rapidjson::Value& tools_list_result);
+// Checks a tools/call against its tool's annotations: an argument that is present and not null
+// needs its header (`sent`: lowercase {Name} → value as received), whose value — after the
+// `=?base64?…?=` form is decoded, strictly — equals the argument (a string as is, a number or
+// boolean as its JSON text). Anything else is -32020 (HTTP 400).
+std::optional<jsonrpc::Error> check_param_headers(
+    const jsonrpc::Message& call, const std::vector<ParamHeader>& params,
+    const std::vector<std::pair<std::string, std::string>>& sent);
+
 }  // namespace mcpmqtt::modern

@@ -110,7 +110,8 @@ struct Harness {
   std::shared_ptr<Answer> call(const std::string& text, const std::string& principal = "p1",
                                std::optional<modern::Headers> headers = std::nullopt,
                                const std::string& server = "srv/a",
-                               ModernGateway::CallId* id = nullptr) {
+                               ModernGateway::CallId* id = nullptr,
+                               std::vector<std::pair<std::string, std::string>> params = {}) {
     auto a = std::make_shared<Answer>();
     ModernGateway::Responder r;
     r.notify = [a](const jsonrpc::Message& m) { a->notes.push_back(m); };
@@ -118,7 +119,8 @@ struct Harness {
       a->final = m;
       a->status = status;
     };
-    auto cid = gateway->handle({server, principal, 1, msg(text), std::move(headers)}, r);
+    auto cid = gateway->handle(
+        {server, principal, 1, msg(text), std::move(headers), std::move(params)}, r);
     if (id) *id = cid;
     return a;
   }
@@ -224,7 +226,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "modern gateway: a request runs on a pooled session with the envelope removed and its own id; "
+    "modern gateway: a request runs on a pooled session with the envelope removed and its own id, "
     "the result gets resultType, cache fields and serverInfo",
     "[modern-gateway][pool]") {
   Harness h;
@@ -301,8 +303,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "modern gateway 2026-07-28 §Progress and logging: progress on the request's own stream; "
-    "notifications/message only with a logLevel and at or above it; list changes never",
+    "modern gateway 2026-07-28 §Progress and logging: progress on the request's own stream, "
+    "notifications/message only with a logLevel and at or above it, list changes never",
     "[modern-gateway][progress][logging]") {
   Harness h;
   auto a = h.call(tool_call("5", "progress", "", kCaps, R"(,"progressToken":42)"));
@@ -421,7 +423,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "modern gateway basic/patterns/mrtr: server→client requests become one input_required round; "
+    "modern gateway basic/patterns/mrtr: server→client requests become one input_required round, "
     "the retry answers them and resumes the waiting request, over two rounds",
     "[modern-gateway][mrtr]") {
   Harness h;
@@ -592,7 +594,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "modern gateway mrtr: an upstream answer that comes while parked waits for the retry; a "
+    "modern gateway mrtr: an upstream answer that comes while parked waits for the retry, a "
     "request that needs an undeclared capability gets -32021",
     "[modern-gateway][mrtr]") {
   Harness h;
@@ -633,7 +635,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "modern gateway: server→client requests outside an input_required method get -32601; ping "
+    "modern gateway: server→client requests outside an input_required method get -32601, ping "
     "is answered",
     "[modern-gateway][mrtr]") {
   Harness h;
@@ -761,4 +763,56 @@ TEST_CASE("modern gateway: close_all answers what is pending and refuses what co
   CHECK(h.sessions[1]->hung_up);
   auto late = h.call(tool_call("3", "sleep"));
   CHECK(late->status == 503);
+}
+
+TEST_CASE(
+    "modern gateway streamable-http §Standard Request Headers (SEP-2243): Mcp-Param-{Name} of a "
+    "listed tool must mirror its argument, else -32020 / 400",
+    "[modern-gateway][headers]") {
+  Harness h;
+  const modern::Headers list_headers{"2026-07-28", "tools/list", std::nullopt};
+  auto a = h.call(req("1", "tools/list", meta()), "p1", list_headers);
+  auto& s = *h.sessions[0];
+  s.initialize();
+  s.reply(
+      s.expect("tools/list"),
+      R"({"tools":[{"name":"geo","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"n":{"type":"number","x-mcp-header":"N"}}}}]})");
+  REQUIRE(a->final);
+  const modern::Headers call_headers{"2026-07-28", "tools/call", "geo"};
+  auto call = [&](const std::string& id, const std::string& args,
+                  std::vector<std::pair<std::string, std::string>> params) {
+    return h.call(req(id, "tools/call", R"("name":"geo","arguments":)" + args + "," + meta()), "p1",
+                  call_headers, "srv/a", nullptr, std::move(params));
+  };
+  // Base64 form decoded, numbers compared as numbers: through to the server.
+  auto ok =
+      call("2", R"({"region":"Hello","n":1})", {{"region", "=?base64?SGVsbG8=?="}, {"n", "1.0"}});
+  CHECK_FALSE(ok->final);
+  s.reply(s.expect("tools/call"), R"({"content":[]})");
+  CHECK(ok->status == 200);
+  // Missing, malformed, different: refused before the server sees them.
+  for (const auto& [args, params] :
+       std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>>{
+           {R"({"region":"Hello"})", {}},
+           {R"({"region":"Hello"})", {{"region", "=?base64?SGVsbG8?="}}},
+           {R"({"region":"Hello"})", {{"region", "=?base64?SGVs!!!bG8=?="}}},
+           {R"({"region":"Hello"})", {{"region", "Bye"}}},
+           {R"({"n":2})", {{"n", "3"}}}}) {
+    INFO(args);
+    auto r = call("3", args, params);
+    REQUIRE(r->final);
+    CHECK(r->status == 400);
+    CHECK(r->final->error().code == -32020);
+    CHECK(r->final->id() == jsonrpc::Id::integer(3));
+  }
+  CHECK(s.got.empty());
+  // An argument that is absent or null needs no header; an unknown tool is not checked.
+  auto none = call("4", R"({"region":null})", {});
+  s.reply(s.expect("tools/call"), R"({"content":[]})");
+  CHECK(none->status == 200);
+  auto other =
+      h.call(req("5", "tools/call", R"("name":"other","arguments":{"region":"x"},)" + meta()), "p1",
+             modern::Headers{"2026-07-28", "tools/call", "other"});
+  s.reply(s.expect("tools/call"), R"({"content":[]})");
+  CHECK(other->status == 200);
 }

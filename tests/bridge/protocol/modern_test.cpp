@@ -378,5 +378,30 @@ TEST_CASE("modern ingress: canonical JSON, capabilities, and the errors the gate
   CHECK(modern_error({-32603, "boom", ""}, "x").code == -32603);
 }
 
+TEST_CASE(
+    "modern ingress streamable-http §Standard Request Headers: x-mcp-header annotations and "
+    "the Mcp-Param-{Name} check",
+    "[modern][ingress][streamable-http]") {
+  auto list = doc(
+      R"({"tools":[{"name":"a","inputSchema":{"properties":{"r":{"type":"string","x-mcp-header":"Region"},"q":{"type":"string"}}}},{"name":"b","inputSchema":{}}]})");
+  auto params = param_headers_of(list);
+  REQUIRE(params.size() == 2);
+  CHECK(params[0].first == "a");
+  REQUIRE(params[0].second.size() == 1);
+  CHECK(params[0].second[0].argument == "r");
+  CHECK(params[0].second[0].header == "region");
+  CHECK(params[1].second.empty());
+  const auto call = msg(
+      R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"r":"Hello"}}})");
+  CHECK_FALSE(check_param_headers(call, params[0].second, {{"region", "Hello"}}));
+  CHECK_FALSE(check_param_headers(call, params[0].second, {{"region", " =?base64?SGVsbG8=?= "}}));
+  auto e = check_param_headers(call, params[0].second, {});
+  REQUIRE(e);
+  CHECK(e->code == code::header_mismatch);
+  CHECK(e->message.find("Mcp-Param-region is missing") != std::string::npos);
+  CHECK(check_param_headers(call, params[0].second, {{"region", "=?base64?SGVsbG8?="}}));
+  CHECK(check_param_headers(call, params[0].second, {{"region", "hello"}}));  // case-sensitive
+}
+
 }  // namespace
 }  // namespace mcpmqtt::modern
