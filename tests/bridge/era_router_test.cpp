@@ -82,7 +82,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "era router basic/versioning: a modern request pins the connection modern; a later "
+    "era router basic/versioning: a modern request pins the connection modern, a later "
     "initialize gets -32022 naming the supported versions",
     "[era-router][stdio]") {
   Fixture f;

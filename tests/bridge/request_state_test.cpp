@@ -33,7 +33,7 @@ TEST_CASE("request state mrtr §Server Requirements 4: HMAC-protected, any chang
   CHECK_FALSE(other.open(token));
 }
 
-TEST_CASE("request state: base64url both ways, strictly; digests", "[request-state]") {
+TEST_CASE("request state: base64url both ways, strictly, digests", "[request-state]") {
   for (std::string v : {"", "a", "ab", "abc", "abcd", "\xff\xfe\x00x"}) {
     INFO(v);
     CHECK(bridge::unbase64url(bridge::base64url(v)) == v);

@@ -404,7 +404,7 @@ TEST_CASE("nearest suggests only close keys", "[config]") {
 }
 
 TEST_CASE(
-    "ingress.modern: the gateway's bounds and timeouts, validated; the requestState secret from a "
+    "ingress.modern: the gateway's bounds and timeouts, validated, the requestState secret from a "
     "file of 32 bytes or more",
     "[config][modern]") {
   auto d = good("{}");
