@@ -111,7 +111,8 @@ struct ModernGateway::Run {
   std::string key;
   std::string server_name;
   std::string principal;
-  std::string params_digest;
+  std::string params_digest;  // computed when a round first needs it
+  std::optional<jsonrpc::Message> original;  // the first request, for that digest
   std::string server_info_json;
   std::string uri;  // resources/read: for -32002 → -32602 data.uri
   jsonrpc::Id upstream_id;
@@ -943,7 +944,7 @@ void ModernGateway::start_run(Session& s, Pending& p) {
   run.key = p.key;
   run.server_name = p.call.server_name;
   run.principal = p.call.principal;
-  run.params_digest = params_digest(m);
+  run.original = m;  // shares its text; the digest waits for a round that needs it
   run.server_info_json = s.info.server_info_json;
   if (run.method == "resources/read") {
     if (const Value* uri = member(m.params(), "uri"); uri && uri->IsString())
@@ -1120,7 +1121,11 @@ void ModernGateway::close_round(std::uint64_t run_id) {
   ask(run, *c->second);
 }
 
-std::string ModernGateway::mint_state(const Run& run) const {
+std::string ModernGateway::mint_state(Run& run) const {
+  if (run.params_digest.empty() && run.original) {
+    run.params_digest = params_digest(*run.original);
+    run.original.reset();
+  }
   const auto expiry = to_ms(scheduler_.now()) + options_.input_timeout.count();
   const std::string payload =
       R"({"run":)" + std::to_string(run.id) + R"(,"n":)" + jsonrpc::quote(run.nonce) + R"(,"r":)" +

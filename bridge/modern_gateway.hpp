@@ -206,7 +206,7 @@ class ModernGateway : public std::enable_shared_from_this<ModernGateway> {
   void answer_inputs_with_error(Session* s, Run& run, const std::string& why);
   void cancel_run(std::uint64_t run_id, const std::string& why);
   void on_park_timeout(std::uint64_t run_id, std::uint32_t round);
-  std::string mint_state(const Run& run) const;
+  std::string mint_state(Run& run) const;
 
   Options options_;
   Scheduler& scheduler_;
