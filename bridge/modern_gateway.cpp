@@ -111,7 +111,7 @@ struct ModernGateway::Run {
   std::string key;
   std::string server_name;
   std::string principal;
-  std::string params_digest;  // computed when a round first needs it
+  std::string params_digest;                 // computed when a round first needs it
   std::optional<jsonrpc::Message> original;  // the first request, for that digest
   std::string server_info_json;
   std::string uri;  // resources/read: for -32002 → -32602 data.uri
@@ -422,19 +422,26 @@ void ModernGateway::close_all(const CloseReason& why) {
 // ---- the pool --------------------------------------------------------------------------------
 
 ModernGateway::Session* ModernGateway::find_idle(const std::string& key) {
-  Session* best = nullptr;
-  for (auto& [serial, s] : sessions_) {
-    // The most recently opened idle session: the oldest ones are left to close when idle.
-    if (s->state == Session::State::idle && s->key == key) best = s.get();
+  auto k = by_key_.find(key);
+  if (k == by_key_.end()) return nullptr;
+  // The most recently opened idle session: the oldest ones are left to close when idle.
+  for (auto serial = k->second.rbegin(); serial != k->second.rend(); ++serial) {
+    auto it = sessions_.find(*serial);
+    if (it != sessions_.end() && it->second->state == Session::State::idle) return it->second.get();
   }
-  return best;
+  return nullptr;
 }
 
 std::size_t ModernGateway::count_key(const std::string& key) const {
-  std::size_t n = 0;
-  for (const auto& [serial, s] : sessions_)
-    if (s->key == key && s->state != Session::State::listening) ++n;
-  return n;
+  auto k = by_key_.find(key);
+  return k == by_key_.end() ? 0 : k->second.size();
+}
+
+void ModernGateway::unindex(const Session& s) {
+  auto k = by_key_.find(s.key);
+  if (k == by_key_.end()) return;
+  k->second.erase(s.serial);
+  if (k->second.empty()) by_key_.erase(k);
 }
 
 std::size_t ModernGateway::pooled_count() const {
@@ -597,6 +604,7 @@ void ModernGateway::open_session(Pending& p) {
       init_id(), "initialize",
       R"({"protocolVersion":)" + jsonrpc::quote(options_.legacy_version) + R"(,"capabilities":)" +
           s.caps_json + R"(,"clientInfo":)" + s.client_info_json + "}"));
+  by_key_[s.key].insert(serial);
   sessions_.emplace(serial, std::move(owned));
   logger()->debug("{} opening MQTT session {} for {}", options_.log_prefix, serial, server_name);
   opener_(server_name, channel);  // may report back at once
@@ -651,6 +659,7 @@ void ModernGateway::drop_session(std::uint64_t serial, const CloseReason& why) {
   if (it == sessions_.end()) return;
   auto s = std::move(it->second);
   sessions_.erase(it);
+  unindex(*s);
   if (s->idle_timer) scheduler_.cancel(s->idle_timer);
   if (s->reserved) {
     if (auto c = calls_.find(s->reserved); c != calls_.end())
@@ -760,6 +769,7 @@ void ModernGateway::on_session_closed(std::uint64_t serial, const CloseReason& w
   if (s.listen_call) end_listen_gracefully(s);
   auto owned = std::move(it->second);
   sessions_.erase(serial);
+  unindex(*owned);
   if (owned->idle_timer) scheduler_.cancel(owned->idle_timer);
   logger()->debug("{} MQTT session {} for {} ended: {}", options_.log_prefix, serial,
                   owned->server_name, why.detail);
@@ -1342,6 +1352,7 @@ void ModernGateway::on_park_timeout(std::uint64_t run_id, std::uint32_t round) {
 
 void ModernGateway::start_listen(Session& s, Pending& p) {
   s.state = Session::State::listening;
+  unindex(s);  // a listen's session is not the pool's
   s.listen_call = p.id;
   s.listen_id = p.call.message.id();
   s.listen_acked = false;

@@ -57,6 +57,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -168,6 +169,7 @@ class ModernGateway : public std::enable_shared_from_this<ModernGateway> {
   void pump_waiting();
   Session* find_idle(const std::string& key);
   std::size_t count_key(const std::string& key) const;
+  void unindex(const Session& s);
   std::size_t pooled_count() const;
   bool evict_idle_other_than(const std::string& key);
   bool evict_oldest_parked(const std::string* key);
@@ -215,6 +217,9 @@ class ModernGateway : public std::enable_shared_from_this<ModernGateway> {
   std::unordered_map<CallId, std::unique_ptr<Pending>> calls_;
   std::deque<CallId> waiting_;
   std::map<std::uint64_t, std::unique_ptr<Session>> sessions_;  // by serial (opening order)
+  // The pool's sessions (not listens') of each key, by serial: what counts against
+  // max_sessions_per_key and where an idle one is found.
+  std::unordered_map<std::string, std::set<std::uint64_t>> by_key_;
   std::unordered_map<std::uint64_t, std::unique_ptr<Run>> runs_;
   std::map<std::string, DiscoverInfo> discover_cache_;  // by server-name
   // The x-mcp-header annotations of the tools each server listed (tools/list results seen), to
