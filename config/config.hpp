@@ -96,11 +96,30 @@ struct HttpConfig {
 
 enum class Pick { random, round_robin };
 
+// MCP 2026-07-28 ("modern", sessionless) clients at the ingress: the gateway that runs their
+// requests on MQTT sessions it holds (ingress.modern; README "MCP 2026-07-28 at the ingress").
+struct ModernIngressConfig {
+  bool enabled = true;                    // off: such requests get today's 2025 handling
+  std::size_t max_sessions = 256;         // MQTT sessions held for modern requests, in all
+  std::size_t max_sessions_per_key = 16;  // per server-name, principal and capabilities
+  std::size_t max_listens = 64;           // open subscriptions/listen streams
+  std::size_t max_waiting = 256;          // requests waiting for a session
+  int queue_timeout_ms = 10000;           // how long one may wait
+  int idle_timeout_s = 60;                // an idle pooled session closes after this
+  int input_timeout_s = 300;              // requestState lifetime: a parked request's wait
+  int input_round_quiet_ms = 20;          // a round of server→client requests ends after this
+  std::string state_secret_file;          // HMAC key of requestState (32+ bytes); random if unset
+  std::string state_secret;               // resolved from the file; never logged
+
+  bool operator==(const ModernIngressConfig&) const = default;
+};
+
 struct IngressConfig {
   std::string default_server;
   std::vector<std::string> server_name_filters = {"#"};
   Pick pick = Pick::random;
   int presence_wait_ms = 5000;  // how long a new session waits for a server-name to appear
+  ModernIngressConfig modern;
 
   bool operator==(const IngressConfig&) const = default;
 };

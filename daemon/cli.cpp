@@ -28,7 +28,11 @@ const std::vector<SubcommandSpec>& subcommands() {
        "stdio: be a stdio MCP server for a host that launches commands (desktop apps, IDEs), and\n"
        "  relay its session to an instance of the MQTT-hosted server NAME. stdout carries only\n"
        "  JSON-RPC; logs go to stderr (warnings only unless --log-level says otherwise). Exits 0\n"
-       "  when stdin closes or on SIGTERM, after telling the server; 1 if the session fails.\n"},
+       "  when stdin closes or on SIGTERM, after telling the server; 1 if the session fails.\n"
+       "  The client's first message picks the MCP revision: initialize serves MCP 2025 (one\n"
+       "  session); a request with the 2026-07-28 _meta envelope serves MCP 2026-07-28, each\n"
+       "  request on an MQTT session held for it (ingress.modern); a server/discover probe\n"
+       "  is answered either way.\n"},
       {"expose", Command::expose,
        "expose --name NAME [--description TEXT] [--protocol ERA] [--broker URL] -- COMMAND "
        "[ARGS...]",
@@ -231,7 +235,8 @@ std::string usage() {
       "Signals: SIGTERM/SIGINT stop gracefully (a second one stops at once); SIGHUP reloads\n"
       "the configuration (mcpServers, log.level, egress limits and timeouts; an invalid one is\n"
       "rejected and the running one stays). HTTP: /mcp, /servers/{name}/mcp, /servers,\n"
-      "/healthz, /readyz and /metrics (Prometheus).\n"
+      "/healthz, /readyz and /metrics (Prometheus). /mcp and /servers/{name}/mcp serve MCP\n"
+      "2025 sessions and MCP 2026-07-28 requests alike (ingress.modern in the configuration).\n"
       "Exit status: 0 success, 1 runtime failure, 2 bad usage or invalid configuration.\n"
       "A sample configuration documenting every key: config/bridge.example.jsonc\n";
   return out;

@@ -248,4 +248,93 @@ bool has_capability(std::string_view capabilities_json, std::string_view path);
 // when nothing else is in it): what a 2025 client gets. Empty when `params` is null.
 std::string without_subscription_id(const rapidjson::Value* params);
 
+// ---- the ingress: admitting modern requests
+// ------------------------------------------------------ (Functions the ingress added for its
+// gateway; kept together so the egress's additions merge cleanly.)
+
+// A request refused before it runs: the error to send with the request's id, and the HTTP status
+// of that answer (stdio carries only the error).
+struct Refusal {
+  jsonrpc::Error error;
+  unsigned status = 400;
+};
+
+// The checks a modern request (one that claims_modern) passes before it runs, in the order the
+// v2 SDK applies them (digest §1; conformance server-stateless depends on it):
+//   1. the envelope (basic/index §_meta): missing _meta, a missing required key or a member of
+//      the wrong type → 400 / -32602;
+//   2. headers that are present but disagree with the body (streamable-http §Server Validation):
+//      MCP-Protocol-Version ≠ the envelope's version, Mcp-Method ≠ the method → 400 / -32020
+//      (so a body naming v999.0.0 under a 2026-07-28 header is a mismatch, not -32022);
+//   3. the version (basic/versioning §Protocol Version Negotiation): not one the bridge serves →
+//      400 / -32022 with data.supported and data.requested;
+//   4. every required header (MCP-Protocol-Version, Mcp-Method, Mcp-Name) present and valid →
+//      400 / -32020;
+//   5. the method is in the revision's request registry; a removed or unknown method → 404 /
+//      -32601 (streamable-http §Protocol Version Header).
+// `headers` is null on stdio, which has none (steps 2 and 4 are skipped).
+Expected<Envelope, Refusal> admit(const jsonrpc::Message& request, const Headers* headers);
+
+// The same for a notification that claims_modern: envelope, then the MCP-Protocol-Version header
+// against it, then the version. Notifications need no Mcp-Method (streamable-http §Sending
+// Messages, Note). nullopt: accepted (HTTP 202).
+std::optional<Refusal> admit_notification(const jsonrpc::Message& notification,
+                                          const Headers* headers);
+
+// What one HTTP POST body is (digest §1, the v2 SDK's classifyInboundRequest):
+//   - a batch with any element that claims modern → refused, 400 / -32600 (a batch is legacy
+//     otherwise);
+//   - a single message that claims modern → modern, whatever Mcp-Session-Id says;
+//   - an `initialize` without the claim under a modern MCP-Protocol-Version header → 400 /
+//     -32020; another request without the claim under such a header → 400 / -32602 (the
+//     envelope is missing); a notification without the claim under such a header → modern (202);
+//   - anything else → legacy (the 2025 session path, unchanged).
+enum class PostEra { legacy, modern, refused };
+struct PostClass {
+  PostEra era = PostEra::legacy;
+  std::optional<Refusal> refusal;  // set when refused
+};
+PostClass classify_post(const jsonrpc::Body& body,
+                        const std::optional<std::string>& protocol_version_header);
+
+// A JSON value with every object's members sorted by name, without whitespace: equal JSON
+// values give equal texts (pool keys, digests of request params).
+std::string canonical_json(const rapidjson::Value& v);
+std::string canonical_json(std::string_view json);
+
+// `caps_json` (a ClientCapabilities object) declares `capability` ("sampling", …).
+bool declares_capability(std::string_view caps_json, std::string_view capability);
+
+// -32021 (basic/index §_meta, schema MissingRequiredClientCapabilityError): data
+// {"requiredCapabilities": {capability: {}}}; HTTP 400.
+jsonrpc::Error missing_client_capability(std::string_view capability, std::string_view detail);
+// A requestState the server cannot accept (basic/patterns/mrtr §Server Requirements 4–5): the
+// v2 SDK's -32602 "Invalid or expired requestState", data {"reason": "invalid_request_state"},
+// in-band (HTTP 200).
+jsonrpc::Error invalid_request_state();
+// A 2025-era error from an MQTT server as a 2026 client expects it: -32002 (resource not found,
+// which 2026 implementations MUST NOT emit, basic/index §Error Codes) becomes -32602 with
+// data.uri when `uri` is given (conformance sep-2164-resource-not-found); anything else as is.
+jsonrpc::Error modern_error(const jsonrpc::Error& upstream, std::string_view uri = {});
+
+// ---- the ingress: Mcp-Param-{Name} headers (SEP-2243) -------------------------------------------
+
+// A tools/call argument mirrored into a header: the property of the tool's inputSchema whose
+// "x-mcp-header" annotation names the header (basic/transports/streamable-http §Standard
+// Request Headers, Mcp-Param-{Name}).
+struct ParamHeader {
+  std::string argument;
+  std::string header;  // the {Name} part, lowercase (header names are case-insensitive)
+};
+// The annotated top-level properties of each tool of a tools/list result.
+std::vector<std::pair<std::string, std::vector<ParamHeader>>> param_headers_of(
+    const rapidjson::Value& tools_list_result);
+// Checks a tools/call against its tool's annotations: an argument that is present and not null
+// needs its header (`sent`: lowercase {Name} → value as received), whose value — after the
+// `=?base64?…?=` form is decoded, strictly — equals the argument (a string as is, a number or
+// boolean as its JSON text). Anything else is -32020 (HTTP 400).
+std::optional<jsonrpc::Error> check_param_headers(
+    const jsonrpc::Message& call, const std::vector<ParamHeader>& params,
+    const std::vector<std::pair<std::string, std::string>>& sent);
+
 }  // namespace mcpmqtt::modern

@@ -436,3 +436,53 @@ TEST_CASE("nearest suggests only close keys", "[config]") {
   CHECK(nearest("URL", {"url"}) == "url");
   CHECK(nearest("completely", {"url", "tls"}).empty());
 }
+
+TEST_CASE(
+    "ingress.modern: the gateway's bounds and timeouts, validated, the requestState secret from a "
+    "file of 32 bytes or more",
+    "[config][modern]") {
+  auto d = good("{}");
+  CHECK(d.ingress.modern.enabled);
+  CHECK(d.ingress.modern.max_sessions == 256);
+  CHECK(d.ingress.modern.max_sessions_per_key == 16);
+  CHECK(d.ingress.modern.idle_timeout_s == 60);
+  CHECK(d.ingress.modern.input_timeout_s == 300);
+  CHECK(d.ingress.modern.input_round_quiet_ms == 20);
+  CHECK(d.ingress.modern.state_secret.empty());
+
+  mcpmqtt::test::TempDir dir;
+  const auto secret = dir.write("secret", std::string(40, 'q') + "\n");
+  auto c = good(
+      R"({"ingress": {"modern": {"enabled": false, "max_sessions": 8, "max_sessions_per_key": 2,
+                    "max_listens": 3, "max_waiting": 5, "queue_timeout_ms": 700, "idle_timeout_s": 9,
+                    "input_timeout_s": 30, "input_round_quiet_ms": 40, "state_secret_file": ")" +
+      secret + R"("}}})");
+  const auto& m = c.ingress.modern;
+  CHECK_FALSE(m.enabled);
+  CHECK(m.max_sessions == 8);
+  CHECK(m.max_sessions_per_key == 2);
+  CHECK(m.max_listens == 3);
+  CHECK(m.max_waiting == 5);
+  CHECK(m.queue_timeout_ms == 700);
+  CHECK(m.idle_timeout_s == 9);
+  CHECK(m.input_timeout_s == 30);
+  CHECK(m.input_round_quiet_ms == 40);
+  CHECK(m.state_secret == std::string(40, 'q'));
+  // The summary never shows the secret.
+  CHECK(c.summary().find("qqqq") == std::string::npos);
+
+  auto p = only_problem(R"({"ingress": {"modern": {"max_sesions": 3}}})");
+  CHECK(p.path == "ingress.modern.max_sesions");
+  CHECK(p.message == "unknown key; did you mean \"max_sessions\"?");
+  p = only_problem(R"({"ingress": {"modern": {"max_sessions": 4, "max_sessions_per_key": 5}}})");
+  CHECK(p.path == "ingress.modern.max_sessions_per_key");
+  CHECK(p.message == "must not exceed max_sessions (4), found 5");
+  p = only_problem(R"({"ingress": {"modern": {"idle_timeout_s": 0}}})");
+  CHECK(p.path == "ingress.modern.idle_timeout_s");
+  const auto short_secret = dir.write("short", "too short\n");
+  p = only_problem(R"({"ingress": {"modern": {"state_secret_file": ")" + short_secret + R"("}}})");
+  CHECK(p.path == "ingress.modern.state_secret_file");
+  CHECK(p.message.find("holds 9 bytes; an HMAC key of at least 32 is needed") == 0);
+  p = only_problem(R"({"ingress": {"modern": {"state_secret_file": "/nonexistent/s"}}})");
+  CHECK(p.path == "ingress.modern.state_secret_file");
+}
