@@ -32,6 +32,7 @@
 #include "config/config.hpp"
 #include "directions/egress.hpp"
 #include "directions/ingress.hpp"
+#include "directions/modern_ingress.hpp"
 #include "mqtt/directory_observer.hpp"
 
 namespace mcpmqtt::stdio {
@@ -95,6 +96,7 @@ class Daemon {
   std::map<std::string, std::shared_ptr<metrics::Registry::CallbackHandle>> server_gauges_;
   std::vector<std::shared_ptr<metrics::Registry::CallbackHandle>> gauges_;
   std::shared_ptr<directions::Ingress> ingress_;
+  std::shared_ptr<directions::ModernIngress> modern_;  // ingress.modern: 2026-07-28 clients
   std::unique_ptr<HttpBackend> backend_;
   std::unique_ptr<http::Server> http_;
   std::atomic<bool> http_bound_{false};

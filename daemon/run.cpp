@@ -34,6 +34,7 @@ void make_expose(const CommandLine& cl, config::Config& cfg) {
   entry.command = cl.child_argv.front();
   entry.args.assign(cl.child_argv.begin() + 1, cl.child_argv.end());
   entry.max_sessions = cfg.egress.max_sessions_per_server;
+  entry.protocol = cl.protocol;
   cfg.servers = {entry};
   cfg.http.enabled = false;
 }

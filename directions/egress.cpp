@@ -156,6 +156,22 @@ void ExposedServer::on_initialize(const std::shared_ptr<mqtt::ClientLink>& link,
   EgressSession s;
   s.strand = link->executor();
   s.scheduler = std::make_unique<AsioScheduler>(link->executor());
+  if (made && options_.entry.protocol != config::ServerProtocol::legacy) {
+    auto mo = modern_upstream_options(options_.entry, options_.egress);
+    mo.memory = era_memory_;
+    mo.log_prefix = prefix;
+    if (options_.entry.is_stdio()) {
+      // stdio §Backward Compatibility: probe a copy of the command, as the v2 SDK client does,
+      // so that a 2025 server which cannot take a request before initialize only loses the copy.
+      mo.probe_channel = [factory = upstream_, strand = link->executor(),
+                          prefix]() -> std::shared_ptr<bridge::Channel> {
+        auto probe = factory(strand, prefix + " [discover probe]");
+        if (!probe) return nullptr;
+        return std::move(*probe);
+      };
+    }
+    upstream = bridge::ModernUpstream::create(std::move(upstream), *s.scheduler, std::move(mo));
+  }
   bridge::Splice::Options so;
   const auto timeouts = options_.timeouts;
   so.timeout_for = [timeouts](const std::string& method) {

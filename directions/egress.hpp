@@ -2,11 +2,15 @@
 //
 // A ServerEndpoint announces the server-name; each MQTT client session that initializes gets its
 // own upstream — a child process for a `command` entry, an upstream Streamable HTTP session for
-// a `url` entry — spliced to the client's link on the session's own strand. The splice forwards
-// initialize and everything after it, times requests out, and answers every pending request when
-// either side ends. After the broker connection comes back, every session's MQTT client is
-// pinged, and sessions whose client does not answer are ended (their will may have fired while
-// the bridge was away, so the client may be gone).
+// a `url` entry — spliced to the client's link on the session's own strand. Unless the entry's
+// protocol is "legacy", a bridge::ModernUpstream sits between the splice and the upstream: it
+// finds out whether the server speaks MCP 2026-07-28 (server/discover first, initialize as the
+// fallback; the verdict is kept per exposed server until a reload) and translates if so. A stdio
+// server whose era is not known yet is probed on a short-lived copy of its command. The splice
+// forwards initialize and everything after it, times requests out, and answers every pending
+// request when either side ends. After the broker connection comes back, every session's MQTT
+// client is pinged, and sessions whose client does not answer are ended (their will may have fired
+// while the bridge was away, so the client may be gone).
 //
 // ExposedServer: one strand for its session table; sessions on their own strands.
 // session_count() and online() may be read from any thread.
@@ -20,6 +24,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include "bridge/modern_upstream.hpp"
 #include "bridge/splice.hpp"
 #include "config/config.hpp"
 #include "directions/asio_scheduler.hpp"
@@ -59,6 +64,10 @@ class ExposedServer : public std::enable_shared_from_this<ExposedServer> {
   std::size_t session_count() const { return session_count_; }
   bool online() const { return online_; }
   std::uint64_t reconnects() const { return reconnects_; }
+  // What the sessions learnt about the server's MCP era (protocol "auto"); unknown at first.
+  bridge::ModernUpstream::Era era() const { return era_memory_->get(); }
+  // Forgets it (a reload): the next session probes again. Any thread.
+  void forget_era() { era_memory_->forget(); }
 
  private:
   struct EgressSession {
@@ -82,6 +91,8 @@ class ExposedServer : public std::enable_shared_from_this<ExposedServer> {
   std::atomic<std::size_t> session_count_{0};
   std::atomic<bool> online_{false};
   std::atomic<std::uint64_t> reconnects_{0};
+  std::shared_ptr<bridge::ModernUpstream::EraMemory> era_memory_ =
+      std::make_shared<bridge::ModernUpstream::EraMemory>();
 };
 
 // The upstream factory for a `command` entry: one child process per session.

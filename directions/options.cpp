@@ -61,10 +61,24 @@ stdio::ChildSpec child_spec(const config::ServerEntry& server, const config::Egr
   return spec;
 }
 
+bridge::ModernUpstream::Options modern_upstream_options(const config::ServerEntry& server,
+                                                        const config::EgressConfig& egress) {
+  bridge::ModernUpstream::Options o;
+  o.mode = server.protocol == config::ServerProtocol::modern
+               ? bridge::ModernUpstream::Mode::modern
+               : bridge::ModernUpstream::Mode::automatic;
+  o.discover_timeout = std::chrono::milliseconds(egress.discover_timeout_ms);
+  o.max_input_rounds = static_cast<std::size_t>(egress.max_input_rounds);
+  o.server_name = server.name;
+  return o;
+}
+
 Expected<http::UpstreamSpec, std::string> upstream_spec(const config::ServerEntry& server) {
   auto spec = http::make_upstream_spec(
       server.name, server.url, {server.headers.begin(), server.headers.end()}, server.tls_verify);
   if (!spec) return unexpected("mcpServers.\"" + server.name + "\"." + spec.error());
+  // "auto": a 2026-only server's -32022 on initialize is the signal to switch, not the end.
+  spec->modern_fallback = server.protocol == config::ServerProtocol::automatic;
   return spec;
 }
 

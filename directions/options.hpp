@@ -7,6 +7,7 @@
 #include <string>
 
 #include "bridge/expected.hpp"
+#include "bridge/modern_upstream.hpp"
 #include "config/config.hpp"
 #include "http/client_channel.hpp"
 #include "http/server_options.hpp"
@@ -25,7 +26,14 @@ http::ServerOptions http_server_options(const config::HttpConfig& http);
 stdio::ChildSpec child_spec(const config::ServerEntry& server, const config::EgressConfig& egress,
                             std::string log_prefix = {});
 
-// A `url` entry of mcpServers. The error names the key:
+// How an egress session of `server` finds out and speaks its MCP era (its "protocol" and
+// egress.*); the caller adds the scheduler-free parts it owns (memory, probe channel, prefix).
+// Meaningless for "protocol": "legacy", which gets no adapter.
+bridge::ModernUpstream::Options modern_upstream_options(const config::ServerEntry& server,
+                                                        const config::EgressConfig& egress);
+
+// A `url` entry of mcpServers (for "protocol": "auto", a -32022 to initialize keeps the channel
+// open: modern_fallback). The error names the key:
 // `mcpServers."tools/x".url: unsupported scheme "ftp"; ...`.
 Expected<http::UpstreamSpec, std::string> upstream_spec(const config::ServerEntry& server);
 

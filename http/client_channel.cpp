@@ -20,6 +20,7 @@
 
 #include "bridge/log.hpp"
 #include "bridge/metrics.hpp"
+#include "bridge/protocol/modern.hpp"
 #include "http/client_connection.hpp"
 #include "http/client_request.hpp"
 #include "http/client_sse_parser.hpp"
@@ -59,6 +60,14 @@ std::optional<Id> cancelled_request(const Message& m) {
   }
   if (it->value.IsInt64()) return Id::integer(it->value.GetInt64());
   return std::nullopt;
+}
+
+// A message of protocol revision 2026-07-28 (its params._meta holds the protocol version claim,
+// basic/versioning): sent without the session, with the standard headers of its own. The text is
+// searched first, so a 2025 message is never parsed here.
+bool is_modern(const Message& m) {
+  return m.text().find(modern::key::protocol_version) != std::string_view::npos &&
+         modern::claims_modern(m);
 }
 
 bool blank(std::string_view s) {
@@ -171,6 +180,7 @@ class ClientChannelImpl final : public ClientChannel,
     ClientRequest request;
     std::shared_ptr<ClientConnection> conn;
     bool retried = false;
+    bool modern = false;  // a 2026-07-28 message: no session, per-request headers, no resuming
 
     unsigned status = 0;
     std::string content_type;
@@ -220,6 +230,8 @@ class ClientChannelImpl final : public ClientChannel,
   void on_upstream_message(const ExchangePtr& ex, Message m);
   void on_initialize_response(Message m);
   void on_http_error(const ExchangePtr& ex);
+  bool deliver_error_body(const ExchangePtr& ex);
+  void on_initialize_refused(Message m);
   void on_stream_end(const ExchangePtr& ex);
   void fail_request(const ExchangePtr& ex, int code, const std::string& message);
   void finish(ExchangePtr ex);  // by value: `ex` may be the set element it erases
@@ -322,6 +334,9 @@ void ClientChannelImpl::send(Message m) {
     pending_.emplace(id, OpenRequest{seq, m.method()});
     if (m.method() == "initialize" && !init_seq_) init_seq_ = seq;
   } else if (m.is_notification() && m.method() == "notifications/cancelled") {
+    // streamable-http §Cancellation (2026-07-28): closing the request's stream is the
+    // cancellation; nothing is posted.
+    const bool modern_cancel = is_modern(m);
     if (auto target = cancelled_request(m)) {
       // A request still waiting for a connection is simply not sent.
       const auto queued = std::find_if(ordered_.begin(), ordered_.end(), [&](const Message& q) {
@@ -341,6 +356,7 @@ void ClientChannelImpl::send(Message m) {
         abandon_request(*target, seq);
       }
     }
+    if (modern_cancel) return;
   }
   if (ordered_.size() + urgent_.size() >= spec_.max_queued_messages) {
     log_->warn("{} {} messages wait for a connection; closing", label_,
@@ -438,8 +454,20 @@ void ClientChannelImpl::start_post(Message m) {
       barrier_ = true;
     }
   }
-  ex->carried_session = !session_id_.empty();
-  ex->request = build_post(context(), std::string(m.text()));
+  ex->modern = is_modern(m);
+  if (ex->modern) {
+    // streamable-http §Standard Request Headers: what the body says, repeated for routing.
+    ModernHeaders h;
+    if (auto envelope = modern::read_envelope(m)) h.protocol_version = envelope->protocol_version;
+    if (m.is_request()) {
+      h.method = modern::encode_header_value(m.method());
+      if (auto name = modern::name_of(m)) h.name = modern::encode_header_value(*name);
+    }
+    ex->request = build_modern_post(context(), std::string(m.text()), h);
+  } else {
+    ex->carried_session = !session_id_.empty();
+    ex->request = build_post(context(), std::string(m.text()));
+  }
   ex->message = std::move(m);
   exchanges_.insert(ex);
   start_exchange(ex);
@@ -763,6 +791,10 @@ void ClientChannelImpl::on_upstream_message(const ExchangePtr& ex, Message m) {
 }
 
 void ClientChannelImpl::on_initialize_response(Message m) {
+  if (m.kind() == jsonrpc::Kind::error && spec_.modern_fallback &&
+      m.error().code == modern::code::unsupported_version) {
+    return on_initialize_refused(std::move(m));
+  }
   if (m.kind() != jsonrpc::Kind::result) {
     const std::string message =
         upstream() + " rejected initialize: " + sanitize_excerpt(m.error().message);
@@ -847,7 +879,53 @@ void ClientChannelImpl::on_complete(const ExchangePtr& ex) {
   finish(ex);
 }
 
+bool ClientChannelImpl::deliver_error_body(const ExchangePtr& ex) {
+  if (!request_pending(ex) || media_type(ex->content_type) != "application/json") return false;
+  auto body = jsonrpc::parse_body(ex->text, jsonrpc::Limits{kErrorBodyLimit, 100});
+  if (!body || body->batch || body->messages.size() != 1 ||
+      body->messages[0].kind() != jsonrpc::Kind::error) {
+    return false;
+  }
+  Message m = std::move(body->messages[0]);
+  if (m.id() != *ex->request_id) m = m.with_id(*ex->request_id);
+  if (is_initialize(ex)) {
+    if (!spec_.modern_fallback || m.error().code != modern::code::unsupported_version) return false;
+    pending_.erase(*ex->request_id);
+    on_initialize_refused(std::move(m));
+    return true;
+  }
+  // A 2026-07-28 server answers its checks (-32020, -32021, -32022, -32602 of the envelope) and
+  // unknown methods (-32601) with a 4xx whose body is the JSON-RPC error of the request: that
+  // error is the answer (the v2 SDK client delivers it the same way).
+  pending_.erase(*ex->request_id);
+  deliver(std::move(m));
+  return true;
+}
+
+void ClientChannelImpl::on_initialize_refused(Message m) {
+  // A 2026-only server refuses a 2025 initialize with -32022 naming its versions (basic/versioning
+  // §Backward Compatibility). The owner may go on in 2026-07-28 on this channel: no session was
+  // made, so nothing is closed; the refusal is the answer.
+  log_->info(
+      "{} the server refused initialize with -32022 (unsupported protocol version); no session "
+      "was made",
+      label_);
+  init_seq_.reset();
+  for (const auto& ex : exchanges_) {
+    if (ex->holds_barrier && ex->request_id && *ex->request_id == m.id()) {
+      release_barrier(ex);
+      break;
+    }
+  }
+  deliver(std::move(m));
+  pump();
+}
+
 void ClientChannelImpl::on_http_error(const ExchangePtr& ex) {
+  if (ex->kind == Exchange::Kind::post && (ex->modern || is_initialize(ex)) &&
+      deliver_error_body(ex)) {
+    return finish(ex);
+  }
   std::string status = "HTTP " + std::to_string(ex->status);
   const auto reason = beast_http::obsolete_reason(beast_http::int_to_status(ex->status));
   if (beast_http::int_to_status(ex->status) != beast_http::status::unknown) {
@@ -888,7 +966,10 @@ void ClientChannelImpl::on_stream_end(const ExchangePtr& ex) {
   const bool progressed = ex->delivered > 0 || last != ex->resume_from;
   const unsigned attempts = progressed ? 1 : ex->resume_attempts + 1;
   std::string why;
-  if (last.empty()) {
+  if (ex->modern) {
+    // 2026-07-28 removed resumability: a broken stream loses the request (changelog Major §9).
+    why = "2026-07-28 streams cannot be resumed";
+  } else if (last.empty()) {
     why = "it gave no event id to resume it";
   } else if (attempts > spec_.max_resume_attempts) {
     why = "resuming it brought nothing " + std::to_string(spec_.max_resume_attempts) + " times";

@@ -18,6 +18,7 @@
 #include <sys/uio.h>
 
 #include "bridge/metrics.hpp"
+#include "http/server_modern.hpp"
 #include "http/server_session.hpp"
 #include "http/server_sse.hpp"
 
@@ -166,6 +167,14 @@ bool iequals(std::string_view a, std::string_view b) {
            return std::tolower(static_cast<unsigned char>(x)) ==
                   std::tolower(static_cast<unsigned char>(y));
          });
+}
+
+std::string_view trimmed(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
+    s.remove_suffix(1);
+  return s;
 }
 
 const char* kRoutesHint =
@@ -357,8 +366,8 @@ std::optional<Response> ServerConnection::precheck(const Request& req) {
       res.set(bhttp::field::access_control_allow_methods,
               mcp ? "GET, POST, DELETE, OPTIONS" : "GET, HEAD, OPTIONS");
       res.set(bhttp::field::access_control_allow_headers,
-              "Content-Type, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID, "
-              "Authorization");
+              "Content-Type, Mcp-Session-Id, MCP-Protocol-Version, Mcp-Method, Mcp-Name, "
+              "Last-Event-ID, Authorization");
       res.set(bhttp::field::access_control_max_age, "600");
     }
     return res;
@@ -502,6 +511,20 @@ void ServerConnection::handle_mcp(Request& req) {
     return true;
   };
 
+  const bool modern_on = state_->backend.serves_modern();
+  std::optional<std::string> version_header;
+  if (auto v = req.find("MCP-Protocol-Version"); v != req.end())
+    version_header = std::string(v->value());
+  // streamable-http §Backward Compatibility: a 2026-07-28 endpoint answers GET and DELETE with
+  // 405 — here only those that carry a modern MCP-Protocol-Version and no session, since the
+  // same endpoint serves 2025 sessions their GET stream and DELETE.
+  if (modern_on && req.method() != bhttp::verb::post && session_id.empty() && version_header &&
+      modern::is_modern_version_string(trimmed(*version_header))) {
+    auto res = error_response(405, jsonrpc::code::connection_closed, "Method not allowed.");
+    res.set(bhttp::field::allow, "POST");
+    return write_response(std::move(res), false);
+  }
+
   if (req.method() == bhttp::verb::get) {
     if (!check_session()) return;
     session->handle_get(new_exchange(), std::string(req["Last-Event-ID"]), version);
@@ -525,6 +548,19 @@ void ServerConnection::handle_mcp(Request& req) {
         false);
   }
   answer_id = reply_id(*body);
+  if (modern_on) {
+    // digest §1: the body's claim decides the era, whatever Mcp-Session-Id says.
+    auto era = modern::classify_post(*body, version_header);
+    if (era.era == modern::PostEra::refused) {
+      const auto id =
+          !body->batch && body->messages.size() == 1 ? body->messages.front().id() : jsonrpc::Id{};
+      return write_response(
+          modern_error_response(era.refusal->status, Message::error(id, era.refusal->error)),
+          false);
+    }
+    if (era.era == modern::PostEra::modern)
+      return handle_modern(req, server, std::move(body->messages.front()));
+  }
   const Message* initialize = nullptr;
   for (const auto& m : body->messages)
     if (m.is_request() && m.method() == "initialize") initialize = &m;
@@ -573,6 +609,46 @@ void ServerConnection::handle_mcp(Request& req) {
   }
   if (!check_session()) return;
   session->handle_post(new_exchange(), std::move(*body), version);
+}
+
+void ServerConnection::handle_modern(Request& req, const std::string& server, Message message) {
+  modern::Headers headers;
+  if (auto v = req.find("MCP-Protocol-Version"); v != req.end())
+    headers.protocol_version = std::string(v->value());
+  if (auto v = req.find("Mcp-Method"); v != req.end()) headers.method = std::string(v->value());
+  if (auto v = req.find("Mcp-Name"); v != req.end()) headers.name = std::string(v->value());
+  if (!message.is_request()) {
+    // A notification (the v2 client cancels a listen with one): accepted or refused here; on
+    // HTTP the cancellation itself is the stream's closing (streamable-http §Cancellation).
+    if (auto refused = modern::admit_notification(message, &headers))
+      return write_response(
+          modern_error_response(refused->status, Message::error({}, refused->error)), false);
+    Response res{bhttp::status::accepted, 11};
+    return write_response(std::move(res), false);
+  }
+  if (state_->stopping)
+    return write_response(
+        modern_error_response(503, Message::error(message.id(), jsonrpc::code::connection_closed,
+                                                  "Service Unavailable: the bridge is stopping")),
+        false);
+  ModernRequest request{
+      server,
+      principal_of(sv(req[bhttp::field::authorization]), state_->tokens.enabled()),
+      std::move(message),
+      std::move(headers),
+      {}};
+  constexpr std::string_view kParam = "mcp-param-";
+  for (const auto& field : req) {
+    std::string name(field.name_string());
+    if (name.size() <= kParam.size()) continue;
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    if (name.compare(0, kParam.size(), kParam) != 0) continue;
+    if (request.param_headers.size() >= 64) break;  // bounded, as the headers themselves are
+    request.param_headers.emplace_back(name.substr(kParam.size()), std::string(field.value()));
+  }
+  state_->backend.handle_modern(std::move(request),
+                                std::make_shared<ExchangeModernReply>(new_exchange()));
 }
 
 std::shared_ptr<Exchange> ServerConnection::new_exchange() {

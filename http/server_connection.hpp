@@ -92,6 +92,8 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   std::optional<Response> precheck(const Request& req);
   void on_request();
   void handle_mcp(Request& req);
+  // A request or notification of MCP 2026-07-28 (no session): to the backend's gateway.
+  void handle_modern(Request& req, const std::string& server, jsonrpc::Message message);
   std::shared_ptr<Exchange> new_exchange();
 
   void write_response(Response res, bool close_after);

@@ -271,6 +271,23 @@ BearerTokens::Result BearerTokens::check(std::string_view authorization) const {
   return matched ? Result::ok : Result::invalid;
 }
 
+std::string principal_of(std::string_view authorization, bool tokens_enabled) {
+  if (!tokens_enabled) return "anonymous";
+  authorization = trim(authorization);
+  constexpr std::string_view scheme = "bearer ";
+  if (authorization.size() > scheme.size() &&
+      iequals(authorization.substr(0, scheme.size()), scheme))
+    authorization = trim(authorization.substr(scheme.size()));
+  const auto d = sha256(authorization);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "token:";
+  for (unsigned char c : d) {
+    out.push_back(kHex[c >> 4]);
+    out.push_back(kHex[c & 0xf]);
+  }
+  return out;
+}
+
 // ---- sessions and versions ---------------------------------------------------------------------
 
 std::string new_session_id() {

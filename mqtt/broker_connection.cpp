@@ -235,6 +235,7 @@ void BrokerConnection::on_connect_result(const ConnectOutcome& r) {
   attempt_ = 0;
   ++generation_;
   in_flight_ = 0;
+  in_flight_bytes_ = 0;
   receive_maximum_ = std::min<std::size_t>(info.receive_maximum, kMaxInFlight);
   max_packet_size_ = info.maximum_packet_size;
   const bool reconnected = ever_connected_;
@@ -260,6 +261,7 @@ void BrokerConnection::on_connect_result(const ConnectOutcome& r) {
   }
   if (handlers_.on_connected) handlers_.on_connected(info, reconnected);
   while (!backlog_.empty()) {
+    window_bytes_ += backlog_.front().payload->size();
     window_.push_back(std::move(backlog_.front()));
     backlog_.pop_front();
   }
@@ -284,6 +286,7 @@ void BrokerConnection::on_lost(const std::string& cause) {
     backlog_.push_front(std::move(window_.back()));
     window_.pop_back();
   }
+  window_bytes_ = 0;
   if (handlers_.on_connection_lost) handlers_.on_connection_lost(cause);
   // The owner may have disconnected us from its handler.
   if (state_ == State::waiting_retry) schedule_retry(cause);
@@ -417,7 +420,7 @@ void BrokerConnection::publish(const std::string& topic, std::shared_ptr<const s
           std::to_string(backlog_.size()) + " messages)";
   }
   if (!why.empty()) {
-    logger()->warn("{} cannot publish to {}: {}", describe(), topic, why);
+    warn_refused(topic, why);
     if (done) boost::asio::post(strand_, [done, why] { done(false, why); });
     return;
   }
@@ -425,24 +428,49 @@ void BrokerConnection::publish(const std::string& topic, std::shared_ptr<const s
   backlog_.push_back(Publication{topic, std::move(payload), retained, std::move(done)});
 }
 
+void BrokerConnection::warn_refused(const std::string& topic, const std::string& why) {
+  // A publisher that keeps going past a bound would otherwise write a line per message.
+  std::size_t held_back = 0;
+  if (!refusal_log_.allow(held_back)) return;
+  if (held_back)
+    logger()->warn("{} cannot publish to {}: {} ({} more refused in the last second)", describe(),
+                   topic, why, held_back);
+  else
+    logger()->warn("{} cannot publish to {}: {}", describe(), topic, why);
+}
+
+bool BrokerConnection::in_flight_room(std::size_t bytes) const {
+  return in_flight_ < receive_maximum_ &&
+         (in_flight_bytes_ == 0 || in_flight_bytes_ + bytes <= options_.max_in_flight_bytes);
+}
+
 void BrokerConnection::send_or_queue(Publication p) {
-  if (window_.empty() && in_flight_ < receive_maximum_) {
+  const std::size_t size = p.payload->size();
+  if (window_.empty() && in_flight_room(size)) {
     send_publish(p.topic, std::move(p.payload), p.retained, std::move(p.done));
     return;
   }
-  if (window_.size() >= static_cast<std::size_t>(options_.max_queued_messages)) {
-    const std::string why = "too many publications wait for the broker's acknowledgements (" +
-                            std::to_string(window_.size()) + ")";
-    logger()->warn("{} cannot publish to {}: {}", describe(), p.topic, why);
+  std::string why;
+  if (window_.size() >= static_cast<std::size_t>(options_.max_queued_messages))
+    why = "too many publications wait for the broker's acknowledgements (" +
+          std::to_string(window_.size()) + " messages)";
+  else if (window_bytes_ + size > options_.max_queued_bytes)
+    why = "the publications waiting for the broker's acknowledgements would exceed " +
+          std::to_string(options_.max_queued_bytes) + " bytes (" + std::to_string(window_bytes_) +
+          " queued, this one " + std::to_string(size) + ")";
+  if (!why.empty()) {
+    warn_refused(p.topic, why);
     if (p.done) boost::asio::post(strand_, [done = std::move(p.done), why] { done(false, why); });
     return;
   }
+  window_bytes_ += size;
   window_.push_back(std::move(p));
 }
 
 std::deque<BrokerConnection::Publication> BrokerConnection::take_unsent() {
   auto out = std::move(window_);
   window_.clear();
+  window_bytes_ = 0;
   for (auto& p : backlog_)
     out.push_back(std::move(p));
   backlog_.clear();
@@ -453,9 +481,10 @@ std::deque<BrokerConnection::Publication> BrokerConnection::take_unsent() {
 void BrokerConnection::drain_window() {
   const bool draining = state_ == State::disconnecting && !disconnect_sent_;
   while ((state_ == State::connected || draining) && !window_.empty() &&
-         in_flight_ < receive_maximum_) {
+         in_flight_room(window_.front().payload->size())) {
     auto p = std::move(window_.front());
     window_.pop_front();
+    window_bytes_ -= p.payload->size();
     send_publish(p.topic, std::move(p.payload), p.retained, std::move(p.done));
   }
 }
@@ -480,7 +509,7 @@ void BrokerConnection::send_publish(const std::string& topic,
       const std::string why = "the message is " + std::to_string(size) +
                               " bytes as an MQTT packet; the broker takes at most " +
                               std::to_string(max_packet_size_) + " (its Maximum Packet Size)";
-      logger()->warn("{} cannot publish to {}: {}", describe(), topic, why);
+      warn_refused(topic, why);
       if (done) boost::asio::post(strand_, [done = std::move(done), why] { done(false, why); });
       return;
     }
@@ -489,11 +518,13 @@ void BrokerConnection::send_publish(const std::string& topic,
   bytes_out.inc(payload->size());
   const auto op = add_op(std::move(done));
   const auto generation = generation_;
+  const std::size_t bytes = payload->size();
   ++in_flight_;
+  in_flight_bytes_ += bytes;
   std::weak_ptr<BrokerConnection> weak = weak_from_this();
   engine_->publish(
       PublishRequest{topic, std::move(payload), options_.broker.qos, retained, publish_properties_},
-      [weak, op, topic, generation](const AckOutcome& r) {
+      [weak, op, topic, generation, bytes](const AckOutcome& r) {
         auto self = weak.lock();
         if (!self) return;
         if (!r.ok && self->state_ == State::connected) {
@@ -502,6 +533,7 @@ void BrokerConnection::send_publish(const std::string& topic,
         self->complete_op(op, r.ok, r.why);
         if (generation == self->generation_ && self->in_flight_ > 0) {
           --self->in_flight_;
+          self->in_flight_bytes_ -= std::min(bytes, self->in_flight_bytes_);
           self->drain_window();
           self->disconnect_when_drained();
         }

@@ -30,6 +30,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "bridge/log.hpp"
 #include "mqtt/broker_options.hpp"
 #include "mqtt/engine.hpp"
 
@@ -55,9 +56,15 @@ struct ConnectionOptions {
   std::size_t max_backlog_messages = 1000;  // publications held while disconnected
   std::size_t max_backlog_bytes = 16 << 20;
   // Publications held while connected but not yet handed to the engine, while the broker's
-  // Receive Maximum is used up: a server endpoint's burst to all its clients (responses,
-  // `disconnected` at shutdown). Past this bound a publish fails (its Done says so).
+  // Receive Maximum (or max_in_flight_bytes) is used up: a server endpoint's burst to all its
+  // clients (responses, `disconnected` at shutdown). Past either bound a publish fails (its Done
+  // says so, and the MCP peer gets a JSON-RPC error from whoever published).
   int max_queued_messages = 65536;
+  std::size_t max_queued_bytes = 64u << 20;
+  // Payload bytes handed to the engine and not yet acknowledged (or, at QoS 0, not yet
+  // written): what a slow broker can make the bridge hold besides the queue. One publication
+  // larger than this still goes when nothing else is in flight.
+  std::size_t max_in_flight_bytes = 16u << 20;
 };
 
 // CONNACK user properties (004 §User Property). Values as received; parsed by the owner.
@@ -136,6 +143,18 @@ class BrokerConnection : public std::enable_shared_from_this<BrokerConnection> {
   bool connected() const { return state_ == State::connected; }
   const std::string& client_id() const { return options_.client_id; }
   std::uint64_t reconnects() const { return reconnects_; }
+  // What this connection holds for the broker: publications waiting (for the connection or for
+  // the broker's acknowledgements) and those handed to the engine, unacknowledged.
+  struct Held {
+    std::size_t queued_messages = 0;
+    std::size_t queued_bytes = 0;
+    std::size_t in_flight_messages = 0;
+    std::size_t in_flight_bytes = 0;
+  };
+  Held held() const {
+    return {window_.size() + backlog_.size(), window_bytes_ + backlog_bytes_, in_flight_,
+            in_flight_bytes_};
+  }
   std::string describe() const { return "[mqtt " + options_.client_id + "]"; }
   // The broker's URL as the log and errors name it.
   std::string broker_url() const;
@@ -194,7 +213,8 @@ class BrokerConnection : public std::enable_shared_from_this<BrokerConnection> {
   std::size_t backlog_bytes_ = 0;
 
   // Flow control (MQTT 5 §4.9): at most the broker's Receive Maximum of our publications are
-  // handed to the engine unacknowledged; the rest wait here, bounded by max_queued_messages.
+  // handed to the engine unacknowledged; the rest wait here, bounded by max_queued_messages and
+  // max_queued_bytes.
   // (At QoS 0 the same window counts publications the engine has not yet written.) Each
   // acknowledgement hands the next one over.
   void send_or_queue(Publication p);
@@ -202,7 +222,14 @@ class BrokerConnection : public std::enable_shared_from_this<BrokerConnection> {
   // Empties the window and the backlog, in the order they would have been sent.
   std::deque<Publication> take_unsent();
   std::deque<Publication> window_;
+  std::size_t window_bytes_ = 0;
   std::size_t in_flight_ = 0;
+  std::size_t in_flight_bytes_ = 0;
+  // Whether `bytes` more may be handed to the engine now.
+  bool in_flight_room(std::size_t bytes) const;
+  // Logs a refused publication, at most once a second (with how many were not logged).
+  void warn_refused(const std::string& topic, const std::string& why);
+  log::Throttle refusal_log_;
   std::size_t receive_maximum_ = 65535;
   std::uint64_t generation_ = 0;  // of the broker connection, for acknowledgements of an old one
 

@@ -105,7 +105,16 @@ void DirectoryObserver::on_message(const Incoming& in) {
     case bridge::Directory::Change::updated:
       break;
     case bridge::Directory::Change::ignored:
-      if (!in.payload->empty()) logger()->warn("[directory] {}: {}", in.topic, why);
+      // Anyone allowed to publish presence can repeat a bad one: a line a second at most.
+      if (std::size_t held_back = 0; !in.payload->empty() && ignored_log_.allow(held_back)) {
+        if (held_back)
+          logger()->warn(
+              "[directory] {}: {} ({} more presence messages ignored in the last "
+              "second)",
+              in.topic, why, held_back);
+        else
+          logger()->warn("[directory] {}: {}", in.topic, why);
+      }
       break;
   }
   if (!why.empty() && change != bridge::Directory::Change::ignored) {

@@ -15,6 +15,7 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include "bridge/directory.hpp"
+#include "bridge/log.hpp"
 #include "mqtt/broker_connection.hpp"
 
 namespace mcpmqtt::mqtt {
@@ -49,6 +50,7 @@ class DirectoryObserver : public std::enable_shared_from_this<DirectoryObserver>
   std::shared_ptr<bridge::Directory> directory_;
   std::shared_ptr<BrokerConnection> conn_;
   std::vector<std::string> subscribed_;
+  log::Throttle ignored_log_;
 };
 
 }  // namespace mcpmqtt::mqtt

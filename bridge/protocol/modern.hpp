@@ -155,4 +155,186 @@ std::string with_envelope(std::string_view params_json, const Envelope& envelope
 // for a 2025 server. progressToken and every other member stay.
 std::string without_envelope(const rapidjson::Value* params);
 
+// ---- egress: a 2026-07-28 server behind a 2025 session ----------------------------------------
+// (issue 19, egress half: the MQTT side stays a 2025 session, 004 §Initialization; the upstream
+// speaks 2026-07-28. These functions translate between the two; bridge/modern_upstream.hpp uses
+// them.)
+
+// The 2025-era revisions a session over MQTT may name in initialize, newest first.
+const std::vector<std::string>& legacy_versions();
+// The version an initialize result gives a 2025 client that asked for `requested`: the same when
+// the bridge knows it, else the newest legacy revision (basic/lifecycle of 2025-11-25: "the
+// server MUST respond with another protocol version it supports").
+std::string legacy_version_for(std::string_view requested);
+
+// What a DiscoverResult says (schema DiscoverResult; server/discover).
+struct Discovered {
+  std::vector<std::string> supported_versions;
+  std::string capabilities_json = "{}";  // an object
+  std::optional<std::string> instructions;
+  // _meta["io.modelcontextprotocol/serverInfo"], or the body's serverInfo of drafts before spec
+  // PR #3002; empty when neither is there.
+  std::string server_info_json;
+};
+// Reads a server/discover result; the error says what is malformed.
+Expected<Discovered, std::string> read_discover_result(const rapidjson::Value& result);
+// The newest of supported_versions() the server lists, or empty when there is none.
+std::string common_modern_version(const Discovered& discovered);
+// The result of a 2025 client's initialize answered from what discover said: protocolVersion
+// (legacy_version_for), capabilities, serverInfo (`fallback_server_info_json` when discover gave
+// none), instructions.
+std::string legacy_initialize_result(const Discovered& discovered, std::string_view requested,
+                                     std::string_view fallback_server_info_json);
+
+// A result's resultType is "input_required" (basic/patterns/mrtr). Absent means "complete".
+bool is_input_required(const rapidjson::Value& result);
+
+// One entry of an input_required result's inputRequests: the server's key, the method
+// (elicitation/create, sampling/createMessage, roots/list) and its params (JSON; empty: none).
+struct InputRequest {
+  std::string key;
+  std::string method;
+  std::string params_json;
+};
+struct InputRequired {
+  std::vector<InputRequest> requests;  // in the order the server wrote them
+  std::optional<std::string> request_state;
+};
+// Reads an input_required result (mrtr §Server Requirements; schema InputRequiredResult):
+// inputRequests an object of {method: string, params?: object}, requestState a string, at least
+// one of the two present, at most `max_requests` requests. The error says what is wrong.
+Expected<InputRequired, std::string> read_input_required(const rapidjson::Value& result,
+                                                         std::size_t max_requests);
+// The params of the server→client request that stands for input request `key` on a 2025
+// session: its params with the bridge keys in _meta (bridge_key::input_key = key,
+// bridge_key::input_round = {"size": round_size}).
+std::string input_request_params(std::string_view params_json, std::string_view key,
+                                 std::size_t round_size);
+// The params of a request to a modern server: `original` (the 2025 client's params; null for
+// none) with the envelope merged into _meta (with_envelope). With `responses` (a retry, mrtr
+// §Client Requirements 2): inputResponses = {key: the bare result}, replacing any the original
+// carried, and requestState = `request_state` exactly, or removed when the round gave none.
+// Without it the params go as they are (a 2026 client's own retry passes through unchanged).
+struct InputResponse {
+  std::string key;
+  std::string result_json;  // the client's result object
+};
+std::string request_params(const rapidjson::Value* original, const Envelope& envelope,
+                           const std::vector<InputResponse>* responses = nullptr,
+                           const std::optional<std::string>& request_state = std::nullopt);
+
+// What a subscriptions/listen asks for (schema SubscriptionFilter).
+struct ListenFilter {
+  bool tools_list_changed = false;
+  bool prompts_list_changed = false;
+  bool resources_list_changed = false;
+  std::vector<std::string> resource_subscriptions;
+  bool empty() const {
+    return !tools_list_changed && !prompts_list_changed && !resources_list_changed &&
+           resource_subscriptions.empty();
+  }
+  bool operator==(const ListenFilter&) const = default;
+};
+// The filter a server honours (its capabilities' listChanged flags; the URIs only with
+// resources.subscribe), for `uris` wanted.
+ListenFilter honoured_filter(std::string_view capabilities_json,
+                             const std::vector<std::string>& uris);
+// The params of subscriptions/listen with that filter, envelope included.
+std::string listen_params(const ListenFilter& filter, const Envelope& envelope);
+// A capability flag of a capabilities object: `path` such as "resources.subscribe" or
+// "logging" (present as any value but false/null).
+bool has_capability(std::string_view capabilities_json, std::string_view path);
+// params of a notification from a listen stream without _meta subscriptionId (and without _meta
+// when nothing else is in it): what a 2025 client gets. Empty when `params` is null.
+std::string without_subscription_id(const rapidjson::Value* params);
+
+// ---- the ingress: admitting modern requests
+// ------------------------------------------------------ (Functions the ingress added for its
+// gateway; kept together so the egress's additions merge cleanly.)
+
+// A request refused before it runs: the error to send with the request's id, and the HTTP status
+// of that answer (stdio carries only the error).
+struct Refusal {
+  jsonrpc::Error error;
+  unsigned status = 400;
+};
+
+// The checks a modern request (one that claims_modern) passes before it runs, in the order the
+// v2 SDK applies them (digest §1; conformance server-stateless depends on it):
+//   1. the envelope (basic/index §_meta): missing _meta, a missing required key or a member of
+//      the wrong type → 400 / -32602;
+//   2. headers that are present but disagree with the body (streamable-http §Server Validation):
+//      MCP-Protocol-Version ≠ the envelope's version, Mcp-Method ≠ the method → 400 / -32020
+//      (so a body naming v999.0.0 under a 2026-07-28 header is a mismatch, not -32022);
+//   3. the version (basic/versioning §Protocol Version Negotiation): not one the bridge serves →
+//      400 / -32022 with data.supported and data.requested;
+//   4. every required header (MCP-Protocol-Version, Mcp-Method, Mcp-Name) present and valid →
+//      400 / -32020;
+//   5. the method is in the revision's request registry; a removed or unknown method → 404 /
+//      -32601 (streamable-http §Protocol Version Header).
+// `headers` is null on stdio, which has none (steps 2 and 4 are skipped).
+Expected<Envelope, Refusal> admit(const jsonrpc::Message& request, const Headers* headers);
+
+// The same for a notification that claims_modern: envelope, then the MCP-Protocol-Version header
+// against it, then the version. Notifications need no Mcp-Method (streamable-http §Sending
+// Messages, Note). nullopt: accepted (HTTP 202).
+std::optional<Refusal> admit_notification(const jsonrpc::Message& notification,
+                                          const Headers* headers);
+
+// What one HTTP POST body is (digest §1, the v2 SDK's classifyInboundRequest):
+//   - a batch with any element that claims modern → refused, 400 / -32600 (a batch is legacy
+//     otherwise);
+//   - a single message that claims modern → modern, whatever Mcp-Session-Id says;
+//   - an `initialize` without the claim under a modern MCP-Protocol-Version header → 400 /
+//     -32020; another request without the claim under such a header → 400 / -32602 (the
+//     envelope is missing); a notification without the claim under such a header → modern (202);
+//   - anything else → legacy (the 2025 session path, unchanged).
+enum class PostEra { legacy, modern, refused };
+struct PostClass {
+  PostEra era = PostEra::legacy;
+  std::optional<Refusal> refusal;  // set when refused
+};
+PostClass classify_post(const jsonrpc::Body& body,
+                        const std::optional<std::string>& protocol_version_header);
+
+// A JSON value with every object's members sorted by name, without whitespace: equal JSON
+// values give equal texts (pool keys, digests of request params).
+std::string canonical_json(const rapidjson::Value& v);
+std::string canonical_json(std::string_view json);
+
+// `caps_json` (a ClientCapabilities object) declares `capability` ("sampling", …).
+bool declares_capability(std::string_view caps_json, std::string_view capability);
+
+// -32021 (basic/index §_meta, schema MissingRequiredClientCapabilityError): data
+// {"requiredCapabilities": {capability: {}}}; HTTP 400.
+jsonrpc::Error missing_client_capability(std::string_view capability, std::string_view detail);
+// A requestState the server cannot accept (basic/patterns/mrtr §Server Requirements 4–5): the
+// v2 SDK's -32602 "Invalid or expired requestState", data {"reason": "invalid_request_state"},
+// in-band (HTTP 200).
+jsonrpc::Error invalid_request_state();
+// A 2025-era error from an MQTT server as a 2026 client expects it: -32002 (resource not found,
+// which 2026 implementations MUST NOT emit, basic/index §Error Codes) becomes -32602 with
+// data.uri when `uri` is given (conformance sep-2164-resource-not-found); anything else as is.
+jsonrpc::Error modern_error(const jsonrpc::Error& upstream, std::string_view uri = {});
+
+// ---- the ingress: Mcp-Param-{Name} headers (SEP-2243) -------------------------------------------
+
+// A tools/call argument mirrored into a header: the property of the tool's inputSchema whose
+// "x-mcp-header" annotation names the header (basic/transports/streamable-http §Standard
+// Request Headers, Mcp-Param-{Name}).
+struct ParamHeader {
+  std::string argument;
+  std::string header;  // the {Name} part, lowercase (header names are case-insensitive)
+};
+// The annotated top-level properties of each tool of a tools/list result.
+std::vector<std::pair<std::string, std::vector<ParamHeader>>> param_headers_of(
+    const rapidjson::Value& tools_list_result);
+// Checks a tools/call against its tool's annotations: an argument that is present and not null
+// needs its header (`sent`: lowercase {Name} → value as received), whose value — after the
+// `=?base64?…?=` form is decoded, strictly — equals the argument (a string as is, a number or
+// boolean as its JSON text). Anything else is -32020 (HTTP 400).
+std::optional<jsonrpc::Error> check_param_headers(
+    const jsonrpc::Message& call, const std::vector<ParamHeader>& params,
+    const std::vector<std::pair<std::string, std::string>>& sent);
+
 }  // namespace mcpmqtt::modern

@@ -49,6 +49,29 @@ TEST_CASE("upstream_spec: built from an mcpServers entry", "[directions]") {
   CHECK(spec->ca_file.empty());
 }
 
+TEST_CASE(
+    "modern_upstream_options and upstream_spec: the entry's protocol and egress.* (discover "
+    "timeout, input rounds)",
+    "[directions][modern]") {
+  config::ServerEntry e;
+  e.name = "tools/weather";
+  e.url = "http://127.0.0.1:9/mcp";
+  config::EgressConfig egress;
+  egress.discover_timeout_ms = 1234;
+  egress.max_input_rounds = 4;
+  auto o = modern_upstream_options(e, egress);
+  CHECK(o.mode == bridge::ModernUpstream::Mode::automatic);
+  CHECK(o.discover_timeout == std::chrono::milliseconds(1234));
+  CHECK(o.max_input_rounds == 4);
+  CHECK(o.server_name == "tools/weather");
+  CHECK(upstream_spec(e)->modern_fallback);
+  e.protocol = config::ServerProtocol::modern;
+  CHECK(modern_upstream_options(e, egress).mode == bridge::ModernUpstream::Mode::modern);
+  CHECK_FALSE(upstream_spec(e)->modern_fallback);
+  e.protocol = config::ServerProtocol::legacy;
+  CHECK_FALSE(upstream_spec(e)->modern_fallback);
+}
+
 TEST_CASE("upstream_spec: mistakes name the configuration key", "[directions]") {
   config::ServerEntry e;
   e.name = "tools/x";
