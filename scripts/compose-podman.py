@@ -124,7 +124,7 @@ def interpolate(text, where):
 
 def interpolate_all(node, where):
     if isinstance(node, dict):
-        return {k: interpolate_all(v, f"{where}.{k}") for k, v in node.items()}
+        return {k: interpolate_all(v, f"{where}.{k}" if where else k) for k, v in node.items()}
     if isinstance(node, list):
         return [interpolate_all(v, f"{where}[{i}]") for i, v in enumerate(node)]
     if isinstance(node, str):

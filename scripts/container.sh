@@ -18,7 +18,7 @@
 # container registry: the Dockerfile's base, debian:bookworm-YYYYMMDD, is made locally by
 # debootstrap from this machine's Debian mirror (an image of the same release, with today's
 # packages rather than those of that date) and kept in podman's storage, as are the build's
-# layers, so later runs reuse them. MCPMQTT_REQUIRE_TOOLS and the test command: see test.sh.
+# layers, so later runs reuse them. BRIDGE_PORT picks the bridge's host port (compose.yaml).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -39,7 +39,7 @@ say() { echo "container.sh: $*" >&2; }
 die() { say "$*"; exit 1; }
 
 usage() {
-  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
