@@ -6,6 +6,9 @@ cd "$(dirname "$0")/.."
 start=$(date +%s)
 
 scripts/install-deps.sh --test
+# Every tool a test needs is installed above: a test that finds one missing fails instead of
+# passing with a warning (tests/deploy/deploy_support.hpp).
+export MCPMQTT_REQUIRE_TOOLS=1
 
 status=0
 # A formatting slip fails the run but does not hide what the tests say.

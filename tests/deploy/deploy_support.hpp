@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include <catch2/catch.hpp>
 #include <unistd.h>
 
 #include "tests/support/temp_dir.hpp"
@@ -31,6 +32,17 @@ inline std::optional<std::string> find_program(const std::string& name) {
     if (::access(full.c_str(), X_OK) == 0) return full;
   }
   return std::nullopt;
+}
+
+// A test that cannot check what it is for because a program is missing. Under the test command
+// (scripts/test.sh sets MCPMQTT_REQUIRE_TOOLS=1) that is a failure: the command installs every
+// tool, so a missing one means the run did not check what it claims to. Elsewhere (a developer's
+// machine without the tool) it is a warning and the test passes having checked nothing.
+inline void missing_tool(const std::string& what) {
+  const char* require = ::getenv("MCPMQTT_REQUIRE_TOOLS");
+  if (require && std::string(require) == "1")
+    FAIL("missing " << what << " (MCPMQTT_REQUIRE_TOOLS=1)");
+  WARN("missing " << what);
 }
 
 // `text` with the one occurrence of `from` replaced by `to`; empty when `from` does not occur
