@@ -54,7 +54,8 @@
 #include "bench/bench_support.hpp"
 #include "bridge/log.hpp"
 #include "config/config.hpp"
-#include "mqtt/connection.hpp"
+#include "directions/options.hpp"
+#include "mqtt/broker_connection.hpp"
 #include "mqtt/paho/tcp_nodelay.hpp"
 #include "tests/support/bridge_process.hpp"
 #include "tests/support/mosquitto.hpp"
@@ -422,8 +423,8 @@ struct IoThread {
 };
 
 // (a) The floor with the native engine: the same request and response between two
-// mqtt::Connection on the bridge's own engine (TCP_NODELAY, TCP_QUICKACK after each read), each
-// on an event loop of its own as in the two bridge processes; the responder publishes from its
+// mqtt::BrokerConnection on the bridge's own engine (TCP_NODELAY, TCP_QUICKACK after each read),
+// each on an event loop of its own as in the two bridge processes; the responder publishes from its
 // message handler, as the bridge does (no thread hand-off on that engine).
 Latency native_floor(const std::string& broker_url, const Settings& s) {
   auto options = [&](const std::string& id) {
@@ -433,8 +434,8 @@ Latency native_floor(const std::string& broker_url, const Settings& s) {
     config::apply_overrides(loaded, o);
     if (!loaded.ok()) throw std::runtime_error("bad broker URL " + broker_url);
     mq::ConnectionOptions c;
-    c.broker = loaded.config->mqtt;
-    c.broker.client = config::MqttClient::native;
+    c.broker = directions::broker_options(loaded.config->mqtt);
+    c.broker.engine = mq::EngineKind::native;
     c.broker.qos = s.qos;
     c.client_id = id + "-" + std::to_string(::getpid());
     c.reconnect = false;
@@ -448,20 +449,20 @@ Latency native_floor(const std::string& broker_url, const Settings& s) {
   auto subscribed = std::make_shared<Counter>();
   auto answered = std::make_shared<Counter>();
 
-  auto responder_ref = std::make_shared<std::weak_ptr<mq::Connection>>();
-  mq::Connection::Handlers rh;
+  auto responder_ref = std::make_shared<std::weak_ptr<mq::BrokerConnection>>();
+  mq::BrokerConnection::Handlers rh;
   rh.on_connected = [up](const mq::ConnackInfo&, bool) { up->add(); };
   rh.on_message = [responder_ref](const mq::Incoming& in) {
     if (auto r = responder_ref->lock()) r->publish("bench/floor/response", in.payload);
   };
-  auto responder =
-      mq::Connection::create(resp_strand, options("bench-floor-native-responder"), std::move(rh));
+  auto responder = mq::BrokerConnection::create(
+      resp_strand, options("bench-floor-native-responder"), std::move(rh));
   *responder_ref = responder;
-  mq::Connection::Handlers qh;
+  mq::BrokerConnection::Handlers qh;
   qh.on_connected = [up](const mq::ConnackInfo&, bool) { up->add(); };
   qh.on_message = [answered](const mq::Incoming&) { answered->add(); };
-  auto requester =
-      mq::Connection::create(req_strand, options("bench-floor-native-requester"), std::move(qh));
+  auto requester = mq::BrokerConnection::create(req_strand, options("bench-floor-native-requester"),
+                                                std::move(qh));
 
   auto on_subscribed = [subscribed](bool ok, const std::string& why) {
     if (ok)
@@ -974,7 +975,7 @@ void print_table(const Settings& s) {
       s.qos);
   if (s.only.count(1))
     std::printf(
-        "Scenario 1: (a) raw MQTT floor, per column: native: two mqtt::Connection on the "
+        "Scenario 1: (a) raw MQTT floor, per column: native: two mqtt::BrokerConnection on the "
         "bridge's native engine (TCP_NODELAY, TCP_QUICKACK after each read), one event loop "
         "each; paho: two Paho C++ async_clients with TCP_NODELAY (the bridge's interposed "
         "connect(2), as its Paho engine has it), the responder answering from a thread of its "

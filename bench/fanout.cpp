@@ -32,7 +32,7 @@
 #include <sys/resource.h>
 
 #include "bench/bench_support.hpp"
-#include "mqtt/topics.hpp"
+#include "bridge/protocol/topics.hpp"
 #include "tests/support/bridge_process.hpp"
 #include "tests/support/mosquitto.hpp"
 

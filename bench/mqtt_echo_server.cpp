@@ -19,6 +19,7 @@
 
 #include "bridge/log.hpp"
 #include "config/config.hpp"
+#include "directions/options.hpp"
 #include "mqtt/server_endpoint.hpp"
 
 namespace net = boost::asio;
@@ -67,7 +68,7 @@ int main(int argc, char** argv) {
   net::io_context ioc;
   auto strand = net::make_strand(ioc);
   mqtt::ServerEndpoint::Options o;
-  o.broker = loaded.config->mqtt;
+  o.broker = directions::broker_options(loaded.config->mqtt);
   o.server_id = "bench-echo-" + std::to_string(::getpid());
   o.server_name = argv[2];
   o.description = "echo server for the benchmarks";

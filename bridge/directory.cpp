@@ -34,7 +34,11 @@ Directory::Change Directory::apply_presence(std::string_view server_id,
       if (why) *why = "offline for an instance that was not known";
       return Change::ignored;
     }
-    if (it->second.empty()) by_name_.erase(it);
+    --count_;
+    if (it->second.empty()) {
+      by_name_.erase(it);
+      round_robin_.erase(name);
+    }
     return Change::removed;
   }
 
@@ -74,14 +78,21 @@ Directory::Change Directory::apply_presence(std::string_view server_id,
   Change change;
   {
     std::lock_guard lock(mu_);
-    auto& instances = by_name_[name];
-    auto existing = instances.find(id);
-    if (existing != instances.end()) {
+    auto named = by_name_.find(name);
+    auto existing =
+        named == by_name_.end() ? decltype(named->second.begin()){} : named->second.find(id);
+    if (named != by_name_.end() && existing != named->second.end()) {
       inst.online_since = existing->second.online_since;
       existing->second = std::move(inst);
       change = Change::updated;
+    } else if (count_ >= max_instances_) {
+      if (why)
+        *why = "the directory holds its maximum of " + std::to_string(max_instances_) +
+               " server instances; this one is ignored";
+      return Change::ignored;
     } else {
-      instances.emplace(id, std::move(inst));
+      by_name_[name].emplace(id, std::move(inst));
+      ++count_;
       change = Change::added;
     }
     for (auto it = watches_.begin(); it != watches_.end();) {
@@ -101,6 +112,8 @@ Directory::Change Directory::apply_presence(std::string_view server_id,
 void Directory::clear() {
   std::lock_guard lock(mu_);
   by_name_.clear();
+  round_robin_.clear();
+  count_ = 0;
 }
 
 std::optional<ServerInstance> Directory::pick(const std::string& server_name, Pick how) {
@@ -143,10 +156,7 @@ bool Directory::has_instance(const std::string& server_name, const std::string& 
 
 std::size_t Directory::instance_count() const {
   std::lock_guard lock(mu_);
-  std::size_t n = 0;
-  for (const auto& [name, instances] : by_name_)
-    n += instances.size();
-  return n;
+  return count_;
 }
 
 void Directory::set_filters(std::vector<std::string> filters) {

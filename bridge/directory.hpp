@@ -32,6 +32,10 @@ struct ServerInstance {
 class Directory {
  public:
   enum class Pick { random, round_robin };
+  // Presence is written by whoever may publish under the server-name filters: past
+  // `max_instances` new instances are ignored (with a reason), so a flood of retained presence
+  // cannot grow the directory without bound.
+  explicit Directory(std::size_t max_instances = 10000) : max_instances_(max_instances) {}
   enum class Change { added, updated, removed, ignored };
 
   // A message on $mcp-server/presence/{server_id}/{server_name}. `why` (optional) says why a
@@ -65,8 +69,10 @@ class Directory {
 
  private:
   mutable std::mutex mu_;
+  const std::size_t max_instances_;
+  std::size_t count_ = 0;
   std::map<std::string, std::map<std::string, ServerInstance>> by_name_;  // name → id → instance
-  std::map<std::string, std::size_t> round_robin_;
+  std::map<std::string, std::size_t> round_robin_;  // names with an instance only
   std::mt19937 rng_{std::random_device{}()};
   std::vector<std::string> filters_;
   std::string rbac_json_;

@@ -4,6 +4,8 @@
 // Thread-safe: loggers are created once and shared.
 #pragma once
 
+#include <chrono>
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -23,5 +25,31 @@ bool set_stderr_level(const std::string& level);
 
 // Timestamps are left out when stderr goes to the journal, which adds its own.
 void configure_format(bool journal);
+
+// One line per interval for a warning a peer can repeat at will (a flood of refused messages):
+// the rest are counted and the next line that gets through says how many were held back.
+// Not thread-safe: one per strand.
+class Throttle {
+ public:
+  explicit Throttle(std::chrono::steady_clock::duration every = std::chrono::seconds(1))
+      : every_(every) {}
+  // True when a line may be written now; `held_back` is then how many were not since the last.
+  bool allow(std::size_t& held_back) {
+    const auto now = std::chrono::steady_clock::now();
+    if (last_ != std::chrono::steady_clock::time_point{} && now - last_ < every_) {
+      ++held_back_;
+      return false;
+    }
+    last_ = now;
+    held_back = held_back_;
+    held_back_ = 0;
+    return true;
+  }
+
+ private:
+  std::chrono::steady_clock::duration every_;
+  std::chrono::steady_clock::time_point last_{};
+  std::size_t held_back_ = 0;
+};
 
 }  // namespace mcpmqtt::log

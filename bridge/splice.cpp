@@ -94,7 +94,7 @@ std::size_t Splice::pending(Side requester) const {
 }
 
 void Splice::count(Side requester, const std::string& method, const char* outcome,
-                   const Pending* p) {
+                   const PendingRequest* p) {
   if (options_.metrics_direction.empty()) return;
   const std::string m(metrics::method_label(method));
   metrics::registry()
@@ -159,7 +159,7 @@ void Splice::on_request(Side from, jsonrpc::Message m) {
                                                    "); wait for responses before sending more"));
     return;
   }
-  Pending p;
+  PendingRequest p;
   p.method = m.method();
   p.progress_token = m.progress_token();
   p.timeout = options_.timeout_for ? options_.timeout_for(p.method) : std::chrono::milliseconds{0};
@@ -169,7 +169,7 @@ void Splice::on_request(Side from, jsonrpc::Message m) {
   channel(other(from)).send(std::move(m));
 }
 
-void Splice::arm(Side requester, const jsonrpc::Id& id, Pending& p) {
+void Splice::arm(Side requester, const jsonrpc::Id& id, PendingRequest& p) {
   if (p.timeout.count() <= 0) return;
   p.deadline_cap = scheduler_.now() + p.timeout * kProgressCapFactor;
   std::weak_ptr<Splice> weak = weak_from_this();
@@ -294,7 +294,7 @@ void Splice::request_to(Side to, const std::string& method, const std::string& p
       done(jsonrpc::Message::error(id, jsonrpc::code::connection_closed, "the session is closed"));
     return;
   }
-  Pending p;
+  PendingRequest p;
   p.method = method;
   p.done = std::move(done);
   p.to = to;

@@ -89,7 +89,7 @@ class Splice : public std::enable_shared_from_this<Splice> {
   const std::string& prefix() const { return options_.log_prefix; }
 
  private:
-  struct Pending {
+  struct PendingRequest {
     std::string method;
     Scheduler::TimerId timer = 0;
     std::chrono::milliseconds timeout{0};
@@ -99,7 +99,7 @@ class Splice : public std::enable_shared_from_this<Splice> {
     Side to = Side::server;  // bridge-originated requests only
     Scheduler::Clock::time_point started{};
   };
-  using PendingMap = std::unordered_map<jsonrpc::Id, Pending, jsonrpc::IdHash>;
+  using PendingMap = std::unordered_map<jsonrpc::Id, PendingRequest, jsonrpc::IdHash>;
 
   Splice(std::shared_ptr<Channel> client, std::shared_ptr<Channel> server, Scheduler& scheduler,
          Options options, Hooks hooks);
@@ -112,7 +112,7 @@ class Splice : public std::enable_shared_from_this<Splice> {
   void on_request(Side from, jsonrpc::Message m);
   void on_response(Side from, jsonrpc::Message m);
   void on_notification(Side from, jsonrpc::Message m);
-  void arm(Side requester, const jsonrpc::Id& id, Pending& p);
+  void arm(Side requester, const jsonrpc::Id& id, PendingRequest& p);
   void on_timeout(Side requester, const jsonrpc::Id& id);
   void on_bridge_timeout(const jsonrpc::Id& id);
   void on_side_closed(Side side, const CloseReason& why);
@@ -123,7 +123,7 @@ class Splice : public std::enable_shared_from_this<Splice> {
   // Counts a request of `requester` that ended with `outcome` (result, error, timeout,
   // cancelled, closed, refused); the latency of answered client requests goes in the histogram.
   void count(Side requester, const std::string& method, const char* outcome,
-             const Pending* p = nullptr);
+             const PendingRequest* p = nullptr);
   void count_session_end();
 
   std::shared_ptr<Channel> client_;

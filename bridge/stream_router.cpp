@@ -56,7 +56,7 @@ Expected<StreamRouter::StreamId, std::string> StreamRouter::open_post(
   for (const auto& m : body) {
     if (!m.is_request()) continue;
     s.requests.push_back(m.id());
-    pending_[m.id()] = Pending{id, m.progress_token()};
+    pending_[m.id()] = RequestRoute{id, m.progress_token()};
     if (m.progress_token()) progress_[*m.progress_token()] = id;
     cancelled_.erase(m.id());
   }

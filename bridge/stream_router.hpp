@@ -133,7 +133,7 @@ class StreamRouter {
   void detach(StreamId stream);
 
   bool pending(const jsonrpc::Id& request) const { return pending_.count(request) != 0; }
-  // Pending requests, optionally only those whose stream is attached.
+  // RequestRoute requests, optionally only those whose stream is attached.
   std::vector<jsonrpc::Id> pending_requests(bool attached_only) const;
   bool holds(StreamId stream) const { return streams_.count(stream) != 0; }
   bool attached(StreamId stream) const;
@@ -163,7 +163,7 @@ class StreamRouter {
     std::size_t open_requests = 0;
     std::unordered_map<jsonrpc::Id, jsonrpc::Message, jsonrpc::IdHash> json_responses;
   };
-  struct Pending {
+  struct RequestRoute {
     StreamId stream;
     std::optional<jsonrpc::Id> progress_token;
   };
@@ -181,7 +181,7 @@ class StreamRouter {
   Limits limits_;
   StreamId next_stream_ = 1;
   std::map<StreamId, Stream> streams_;  // ordered: the oldest POST stream first
-  std::unordered_map<jsonrpc::Id, Pending, jsonrpc::IdHash> pending_;
+  std::unordered_map<jsonrpc::Id, RequestRoute, jsonrpc::IdHash> pending_;
   std::unordered_map<jsonrpc::Id, StreamId, jsonrpc::IdHash> progress_;
   std::deque<jsonrpc::Message> backlog_;
   std::deque<StreamId> finished_;  // retained finished POST streams, oldest first

@@ -14,7 +14,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
-#include "mqtt/topics.hpp"
+#include "bridge/protocol/topics.hpp"
 
 namespace mcpmqtt::config {
 
@@ -319,7 +319,29 @@ void read_http(ObjectReader& r, HttpConfig& h, std::vector<Problem>& problems) {
   }
 }
 
-void read_ingress(ObjectReader& r, IngressConfig& in) {
+void read_modern(ObjectReader& r, ModernIngressConfig& m) {
+  r.boolean("enabled", m.enabled);
+  r.integer("max_sessions", m.max_sessions, 1, 100000);
+  r.integer("max_sessions_per_key", m.max_sessions_per_key, 1, 100000);
+  const bool listens_set = r.integer("max_listens", m.max_listens, 0, 100000);
+  r.integer("max_waiting", m.max_waiting, 0, 1000000);
+  r.integer("queue_timeout_ms", m.queue_timeout_ms, 1, 600000);
+  r.integer("idle_timeout_s", m.idle_timeout_s, 1, 86400);
+  r.integer("input_timeout_s", m.input_timeout_s, 1, 86400);
+  r.integer("input_round_quiet_ms", m.input_round_quiet_ms, 1, 10000);
+  r.string("state_secret_file", m.state_secret_file, false);
+  if (m.max_sessions_per_key > m.max_sessions)
+    r.problem("max_sessions_per_key", "must not exceed max_sessions (" +
+                                          std::to_string(m.max_sessions) + "), found " +
+                                          std::to_string(m.max_sessions_per_key));
+  if (!listens_set) m.max_listens = std::min(m.max_listens, m.max_sessions);
+  if (m.max_listens > m.max_sessions)
+    r.problem("max_listens", "must not exceed max_sessions (" + std::to_string(m.max_sessions) +
+                                 "): each listen holds a session, found " +
+                                 std::to_string(m.max_listens));
+}
+
+void read_ingress(ObjectReader& r, IngressConfig& in, std::vector<Problem>& problems) {
   r.string("default_server", in.default_server);
   if (r.string_list("server_name_filters", in.server_name_filters)) {
     if (in.server_name_filters.empty())
@@ -341,6 +363,11 @@ void read_ingress(ObjectReader& r, IngressConfig& in) {
       r.problem("pick", "expected \"random\" or \"round_robin\", found \"" + pick + "\"");
   }
   r.integer("presence_wait_ms", in.presence_wait_ms, 0, 600000);
+  if (const Value* m = r.object("modern")) {
+    ObjectReader mr(*m, r.path_of("modern"), problems);
+    read_modern(mr, in.modern);
+    mr.finish();
+  }
   if (!in.default_server.empty()) {
     const auto why = topics::check_server_name(in.default_server);
     if (!why.empty()) r.problem("default_server", "\"" + in.default_server + "\" " + why);
@@ -389,6 +416,20 @@ void read_server(const std::string& name, const Value& v, const std::string& pat
   }
   r.boolean("tls_verify", s.tls_verify);
   r.integer("max_sessions", s.max_sessions, 1, 100000);
+  std::string protocol;
+  if (r.string("protocol", protocol)) {
+    if (protocol == "auto")
+      s.protocol = ServerProtocol::automatic;
+    else if (protocol == "legacy")
+      s.protocol = ServerProtocol::legacy;
+    else if (protocol == "modern")
+      s.protocol = ServerProtocol::modern;
+    else
+      r.problem("protocol",
+                "expected \"auto\" (server/discover, then initialize), \"legacy\" (initialize "
+                "only: MCP 2025-11-25 and earlier) or \"modern\" (MCP 2026-07-28 only), found \"" +
+                    protocol + "\"");
+  }
   if (const Value* meta = r.get("meta")) {
     if (!meta->IsObject()) {
       r.problem("meta", std::string("expected an object, found ") + type_name(*meta));
@@ -557,6 +598,18 @@ void resolve_secrets(Config& cfg, std::vector<Problem>& problems, GetEnv getenv_
     problems.push_back(
         {"mqtt.username", "a password is set (file or MCPMQTT_MQTT_PASSWORD) but no username"});
   }
+  if (!cfg.ingress.modern.state_secret_file.empty()) {
+    auto& m = cfg.ingress.modern;
+    if (!read_secret_file(m.state_secret_file, m.state_secret, why)) {
+      problems.push_back({"ingress.modern.state_secret_file", why});
+    } else if (m.state_secret.size() < 32) {
+      problems.push_back({"ingress.modern.state_secret_file",
+                          "holds " + std::to_string(m.state_secret.size()) +
+                              " bytes; an HMAC key of at least 32 is needed (for example the "
+                              "output of `head -c 48 /dev/urandom | base64`)"});
+      m.state_secret.clear();
+    }
+  }
   if (!cfg.http.bearer_tokens_file.empty()) {
     std::string content;
     if (!read_secret_file(cfg.http.bearer_tokens_file, content, why)) {
@@ -684,7 +737,7 @@ LoadResult parse(const std::string& text, const std::string& origin, GetEnv gete
   }
   if (const Value* v = top.object("ingress")) {
     ObjectReader r(*v, "ingress", problems);
-    read_ingress(r, cfg.ingress);
+    read_ingress(r, cfg.ingress, problems);
     r.finish();
   }
   if (const Value* v = top.object("egress")) {
@@ -692,6 +745,8 @@ LoadResult parse(const std::string& text, const std::string& origin, GetEnv gete
     r.integer("max_sessions_per_server", cfg.egress.max_sessions_per_server, 1, 100000);
     r.integer("terminate_after_ms", cfg.egress.terminate_after_ms, 0, 600000);
     r.integer("kill_after_ms", cfg.egress.kill_after_ms, 0, 600000);
+    r.integer("discover_timeout_ms", cfg.egress.discover_timeout_ms, 100, 600000);
+    r.integer("max_input_rounds", cfg.egress.max_input_rounds, 1, 100);
     r.finish();
   }
   if (const Value* v = top.object("timeouts"))

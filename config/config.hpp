@@ -96,11 +96,30 @@ struct HttpConfig {
 
 enum class Pick { random, round_robin };
 
+// MCP 2026-07-28 ("modern", sessionless) clients at the ingress: the gateway that runs their
+// requests on MQTT sessions it holds (ingress.modern; README "MCP 2026-07-28 at the ingress").
+struct ModernIngressConfig {
+  bool enabled = true;                    // off: such requests get today's 2025 handling
+  std::size_t max_sessions = 256;         // MQTT sessions held for modern requests, in all
+  std::size_t max_sessions_per_key = 16;  // per server-name, principal and capabilities
+  std::size_t max_listens = 64;           // open subscriptions/listen streams
+  std::size_t max_waiting = 256;          // requests waiting for a session
+  int queue_timeout_ms = 10000;           // how long one may wait
+  int idle_timeout_s = 60;                // an idle pooled session closes after this
+  int input_timeout_s = 300;              // requestState lifetime: a parked request's wait
+  int input_round_quiet_ms = 20;          // a round of server→client requests ends after this
+  std::string state_secret_file;          // HMAC key of requestState (32+ bytes); random if unset
+  std::string state_secret;               // resolved from the file; never logged
+
+  bool operator==(const ModernIngressConfig&) const = default;
+};
+
 struct IngressConfig {
   std::string default_server;
   std::vector<std::string> server_name_filters = {"#"};
   Pick pick = Pick::random;
   int presence_wait_ms = 5000;  // how long a new session waits for a server-name to appear
+  ModernIngressConfig modern;
 
   bool operator==(const IngressConfig&) const = default;
 };
@@ -124,6 +143,13 @@ struct Timeouts {
   bool operator==(const Timeouts&) const = default;
 };
 
+// The protocol era an mcpServers entry is spoken to in (MCP basic/versioning §Terminology).
+enum class ServerProtocol {
+  automatic,  // "auto": server/discover first, initialize as the fallback; the verdict is kept
+  legacy,     // "legacy": initialize only (2025-11-25 and earlier), no probe
+  modern,     // "modern": 2026-07-28 only, never initialize
+};
+
 struct ServerEntry {
   std::string name;  // the MQTT server-name (the key under mcpServers)
   std::string description;
@@ -138,6 +164,7 @@ struct ServerEntry {
   std::map<std::string, std::string> headers;  // ${VAR} already expanded; values never logged
   bool tls_verify = true;
   std::size_t max_sessions = 32;
+  ServerProtocol protocol = ServerProtocol::automatic;
 
   bool is_stdio() const { return !command.empty(); }
   bool is_http() const { return !url.empty(); }
@@ -149,6 +176,11 @@ struct EgressConfig {
   std::size_t max_sessions_per_server = 32;
   int terminate_after_ms = 2000;  // stdin closed → SIGTERM after this long
   int kill_after_ms = 3000;       // SIGTERM → SIGKILL after this long
+  // Servers whose era is not known yet: how long server/discover may take before the session
+  // falls back to initialize (and how long a subscriptions/listen may take to be acknowledged).
+  int discover_timeout_ms = 10000;
+  // input_required rounds of one request of a 2026-07-28 server before the bridge gives up.
+  int max_input_rounds = 10;
 
   bool operator==(const EgressConfig&) const = default;
 };

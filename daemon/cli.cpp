@@ -28,9 +28,14 @@ const std::vector<SubcommandSpec>& subcommands() {
        "stdio: be a stdio MCP server for a host that launches commands (desktop apps, IDEs), and\n"
        "  relay its session to an instance of the MQTT-hosted server NAME. stdout carries only\n"
        "  JSON-RPC; logs go to stderr (warnings only unless --log-level says otherwise). Exits 0\n"
-       "  when stdin closes or on SIGTERM, after telling the server; 1 if the session fails.\n"},
+       "  when stdin closes or on SIGTERM, after telling the server; 1 if the session fails.\n"
+       "  The client's first message picks the MCP revision: initialize serves MCP 2025 (one\n"
+       "  session); a request with the 2026-07-28 _meta envelope serves MCP 2026-07-28, each\n"
+       "  request on an MQTT session held for it (ingress.modern); a server/discover probe\n"
+       "  is answered either way.\n"},
       {"expose", Command::expose,
-       "expose --name NAME [--description TEXT] [--broker URL] -- COMMAND [ARGS...]",
+       "expose --name NAME [--description TEXT] [--protocol ERA] [--broker URL] -- COMMAND "
+       "[ARGS...]",
        "expose: publish one stdio MCP server on MQTT without a configuration file. Each MQTT\n"
        "  client session gets its own COMMAND process (run without a shell). Example:\n"
        "    mcp-mqtt-bridge expose --broker mqtt://127.0.0.1:1883 --name demo/everything \\\n"
@@ -93,6 +98,20 @@ const std::vector<OptionSpec>& options() {
        "expose: the description in the server's online presence",
        {Command::expose},
        [](CommandLine& c, const std::string& v) { c.description = v; }},
+      {"--protocol",
+       "ERA",
+       "expose: the MCP era spoken to COMMAND: auto (server/discover, then initialize), legacy "
+       "(initialize only: MCP 2025-11-25 and earlier) or modern (MCP 2026-07-28 only); default "
+       "auto",
+       {Command::expose},
+       [](CommandLine& c, const std::string& v) {
+         if (v == "legacy")
+           c.protocol = config::ServerProtocol::legacy;
+         else if (v == "modern")
+           c.protocol = config::ServerProtocol::modern;
+         else
+           c.protocol = config::ServerProtocol::automatic;
+       }},
       {"--help",
        nullptr,
        "show this help and exit",
@@ -164,6 +183,11 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
     } else if (has_inline_value) {
       return {std::nullopt, std::string("option ") + it->name + " takes no value"};
     }
+    if (std::string_view(it->name) == "--protocol" && value != "auto" && value != "legacy" &&
+        value != "modern") {
+      return {std::nullopt,
+              "option --protocol expects auto, legacy or modern, found \"" + value + "\""};
+    }
     it->apply(cl, value);
   }
   if (cl.command == Command::check_config && cl.config_file.empty()) {
@@ -211,7 +235,8 @@ std::string usage() {
       "Signals: SIGTERM/SIGINT stop gracefully (a second one stops at once); SIGHUP reloads\n"
       "the configuration (mcpServers, log.level, egress limits and timeouts; an invalid one is\n"
       "rejected and the running one stays). HTTP: /mcp, /servers/{name}/mcp, /servers,\n"
-      "/healthz, /readyz and /metrics (Prometheus).\n"
+      "/healthz, /readyz and /metrics (Prometheus). /mcp and /servers/{name}/mcp serve MCP\n"
+      "2025 sessions and MCP 2026-07-28 requests alike (ingress.modern in the configuration).\n"
       "Exit status: 0 success, 1 runtime failure, 2 bad usage or invalid configuration.\n"
       "A sample configuration documenting every key: config/bridge.example.jsonc\n";
   return out;

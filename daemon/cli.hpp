@@ -22,9 +22,10 @@ struct CommandLine {
   std::string config_file;  // --config FILE, or the FILE of --check-config
   config::Overrides overrides;
   // expose
-  std::string name;                     // --name NAME
-  std::string description;              // --description TEXT
-  std::vector<std::string> child_argv;  // everything after "--"
+  std::string name;                                                     // --name NAME
+  std::string description;                                              // --description TEXT
+  std::vector<std::string> child_argv;                                  // everything after "--"
+  config::ServerProtocol protocol = config::ServerProtocol::automatic;  // --protocol
 };
 
 struct ParseResult {

@@ -11,12 +11,21 @@
 #include "bridge/log.hpp"
 #include "bridge/metrics.hpp"
 #include "daemon/systemd_notify.hpp"
+#include "directions/options.hpp"
 #include "http/server_backend.hpp"
 #include "http/server_listener.hpp"
 #include "mqtt/client_session.hpp"
 #include "stdio/child_channel.hpp"
 
 namespace mcpmqtt::daemon {
+
+using directions::child_upstream;
+using directions::connect_meta;
+using directions::ExposedServer;
+using directions::http_upstream;
+using directions::Ingress;
+using directions::make_server_id;
+using directions::UpstreamFactory;
 
 namespace {
 auto logger() {
@@ -33,6 +42,11 @@ class Daemon::HttpBackend : public http::Backend {
   void attach(const std::string& server_name, std::shared_ptr<bridge::Channel> session,
               boost::asio::any_io_executor strand) override {
     d_.ingress_->attach(server_name, std::move(session), std::move(strand));
+  }
+  bool serves_modern() override { return d_.modern_ != nullptr; }
+  void handle_modern(http::ModernRequest request,
+                     std::shared_ptr<http::ModernReply> reply) override {
+    d_.modern_->handle(std::move(request), std::move(reply));
   }
   std::string servers_json() override { return d_.directory_->to_json(); }
   bool ready() override { return d_.ready(); }
@@ -70,6 +84,7 @@ Daemon::~Daemon() {
   server_gauges_.clear();
   // HTTP sessions hold timers of this io_context: release them first.
   http_.reset();
+  modern_.reset();
   ingress_.reset();
 }
 
@@ -123,7 +138,7 @@ bool Daemon::start() {
   if (cfg_.http.enabled) {
     directory_ = std::make_shared<bridge::Directory>();
     mqtt::DirectoryObserver::Options o;
-    o.broker = cfg_.mqtt;
+    o.broker = directions::broker_options(cfg_.mqtt);
     o.client_id = mqtt::fresh_client_id(cfg_.mqtt.client_id_prefix + "-directory");
     o.filters = cfg_.ingress.server_name_filters;
     o.connect_meta_json = connect_meta("presence directory of mcp-mqtt-bridge");
@@ -137,8 +152,20 @@ bool Daemon::start() {
     io.timeouts = cfg_.timeouts;
     io.connect_meta_json = connect_meta("mcp-mqtt-bridge HTTP ingress session");
     ingress_ = Ingress::create(io, directory_);
+    if (cfg_.ingress.modern.enabled) {
+      directions::ModernIngress::Options mo;
+      mo.modern = cfg_.ingress.modern;
+      mo.metrics_direction = "http_ingress";
+      auto made = directions::ModernIngress::create(boost::asio::make_strand(ioc_), mo, ingress_);
+      if (!made) {
+        logger()->error("HTTP ingress: {}", made.error());
+        return false;
+      }
+      modern_ = std::move(*made);
+    }
     backend_ = std::make_unique<HttpBackend>(*this);
-    http_ = std::make_unique<http::Server>(ioc_, cfg_.http, cfg_.ingress.default_server, *backend_);
+    http_ = std::make_unique<http::Server>(ioc_, directions::http_server_options(cfg_.http),
+                                           cfg_.ingress.default_server, *backend_);
     auto bound = http_->start();
     if (!bound) {
       logger()->error("HTTP ingress: {}", bound.error());
@@ -263,6 +290,9 @@ void Daemon::reload() {
       changes.push_back("changed " + server->server_name());
       retire_server(server, "its mcpServers entry changed; a new instance replaces it");
     } else {
+      // A reload is how an operator says the server may have changed: its MCP era is probed
+      // again by its next session.
+      server->forget_era();
       kept.push_back(server);
     }
   }
@@ -354,7 +384,6 @@ void Daemon::begin_stop(const std::string& why) {
     finish_stop();
   });
   // Ingress first (HTTP clients and their MQTT sessions are told), then the exposed servers.
-  if (http_) http_->stop("the bridge is stopping");
   auto stop_servers = [this, grace] {
     if (observer_) observer_->stop(grace, {});
     auto remaining = std::make_shared<std::size_t>(servers_.size());
@@ -370,11 +399,22 @@ void Daemon::begin_stop(const std::string& why) {
       });
     }
   };
-  if (ingress_) {
-    ingress_->close_all({bridge::CloseReason::Kind::shutdown, "the bridge is stopping"}, strand_,
-                        grace / 2, stop_servers);
+  auto stop_ingress = [this, grace, stop_servers] {
+    if (http_) http_->stop("the bridge is stopping");
+    if (ingress_) {
+      ingress_->close_all({bridge::CloseReason::Kind::shutdown, "the bridge is stopping"}, strand_,
+                          grace / 2, stop_servers);
+    } else {
+      stop_servers();
+    }
+  };
+  if (modern_) {
+    // Modern requests first, while their HTTP streams are still open: each open
+    // subscriptions/listen gets its graceful result (schema SubscriptionsListenResult).
+    modern_->close_all({bridge::CloseReason::Kind::shutdown, "the bridge is stopping"},
+                       [this, stop_ingress] { boost::asio::post(strand_, stop_ingress); });
   } else {
-    stop_servers();
+    stop_ingress();
   }
 }
 

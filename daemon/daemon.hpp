@@ -30,8 +30,9 @@
 #include "bridge/directory.hpp"
 #include "bridge/metrics.hpp"
 #include "config/config.hpp"
-#include "daemon/egress.hpp"
-#include "daemon/ingress.hpp"
+#include "directions/egress.hpp"
+#include "directions/ingress.hpp"
+#include "directions/modern_ingress.hpp"
 #include "mqtt/directory_observer.hpp"
 
 namespace mcpmqtt::stdio {
@@ -67,7 +68,7 @@ class Daemon {
   void on_signal(int signo);
   void reload();
   void start_server(const config::ServerEntry& entry);
-  void retire_server(std::shared_ptr<ExposedServer> server, const std::string& why);
+  void retire_server(std::shared_ptr<directions::ExposedServer> server, const std::string& why);
   void watch_readiness();
   void feed_watchdog();
   void begin_stop(const std::string& why);
@@ -82,7 +83,7 @@ class Daemon {
   std::shared_ptr<stdio::ChildRegistry> children_;
   std::shared_ptr<bridge::Directory> directory_;
   std::shared_ptr<mqtt::DirectoryObserver> observer_;
-  std::vector<std::shared_ptr<ExposedServer>> servers_;
+  std::vector<std::shared_ptr<directions::ExposedServer>> servers_;
   std::size_t retiring_ = 0;  // servers removed by a reload, still stopping
   std::size_t next_server_index_ = 0;
   ConfigSource reload_source_;
@@ -94,7 +95,8 @@ class Daemon {
   bool last_ready_ = false;
   std::map<std::string, std::shared_ptr<metrics::Registry::CallbackHandle>> server_gauges_;
   std::vector<std::shared_ptr<metrics::Registry::CallbackHandle>> gauges_;
-  std::shared_ptr<Ingress> ingress_;
+  std::shared_ptr<directions::Ingress> ingress_;
+  std::shared_ptr<directions::ModernIngress> modern_;  // ingress.modern: 2026-07-28 clients
   std::unique_ptr<HttpBackend> backend_;
   std::unique_ptr<http::Server> http_;
   std::atomic<bool> http_bound_{false};

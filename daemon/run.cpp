@@ -4,9 +4,9 @@
 #include <iostream>
 
 #include "bridge/log.hpp"
+#include "bridge/protocol/topics.hpp"
 #include "daemon/daemon.hpp"
-#include "daemon/stdio_ingress.hpp"
-#include "mqtt/topics.hpp"
+#include "daemon/stdio_command.hpp"
 
 namespace mcpmqtt::daemon {
 
@@ -34,6 +34,7 @@ void make_expose(const CommandLine& cl, config::Config& cfg) {
   entry.command = cl.child_argv.front();
   entry.args.assign(cl.child_argv.begin() + 1, cl.child_argv.end());
   entry.max_sessions = cfg.egress.max_sessions_per_server;
+  entry.protocol = cl.protocol;
   cfg.servers = {entry};
   cfg.http.enabled = false;
 }
@@ -104,7 +105,7 @@ int run(const CommandLine& cl) {
       // A desktop host shows stderr to people: quiet unless a level was asked for.
       if (!cfg->log.level_set) cfg->log.level = "warn";
       setup_logging(*cfg);
-      return run_stdio_ingress(std::move(*cfg), cl.name);
+      return run_stdio_command(std::move(*cfg), cl.name);
     }
   }
   std::cerr << "mcp-mqtt-bridge: this subcommand is not available in this build\n";

@@ -20,6 +20,7 @@
 
 #include "bridge/log.hpp"
 #include "bridge/metrics.hpp"
+#include "bridge/protocol/modern.hpp"
 #include "http/client_connection.hpp"
 #include "http/client_request.hpp"
 #include "http/client_sse_parser.hpp"
@@ -59,6 +60,14 @@ std::optional<Id> cancelled_request(const Message& m) {
   }
   if (it->value.IsInt64()) return Id::integer(it->value.GetInt64());
   return std::nullopt;
+}
+
+// A message of protocol revision 2026-07-28 (its params._meta holds the protocol version claim,
+// basic/versioning): sent without the session, with the standard headers of its own. The text is
+// searched first, so a 2025 message is never parsed here.
+bool is_modern(const Message& m) {
+  return m.text().find(modern::key::protocol_version) != std::string_view::npos &&
+         modern::claims_modern(m);
 }
 
 bool blank(std::string_view s) {
@@ -123,27 +132,28 @@ std::shared_ptr<net::ssl::context> tls_context(const UpstreamSpec& spec, std::st
 
 }  // namespace
 
-Expected<UpstreamSpec, std::string> make_upstream_spec(const config::ServerEntry& entry) {
-  const std::string key = "mcpServers.\"" + entry.name + "\"";
-  auto url = parse_url(entry.url);
-  if (!url) return unexpected(key + ".url: " + url.error());
-  std::vector<Header> headers(entry.headers.begin(), entry.headers.end());
+Expected<UpstreamSpec, std::string> make_upstream_spec(const std::string& name,
+                                                       const std::string& url_text,
+                                                       const std::vector<Header>& headers,
+                                                       bool tls_verify) {
+  auto url = parse_url(url_text);
+  if (!url) return unexpected("url: " + url.error());
   auto checked = check_extra_headers(headers);
-  if (!checked) return unexpected(key + ".headers: " + checked.error());
+  if (!checked) return unexpected("headers: " + checked.error());
   UpstreamSpec spec;
-  spec.name = entry.name;
+  spec.name = name;
   spec.url = std::move(url).value();
-  spec.headers = std::move(headers);
-  spec.tls_verify = entry.tls_verify;
+  spec.headers = headers;
+  spec.tls_verify = tls_verify;
   return spec;
 }
 
 namespace {
 
-class UpstreamChannelImpl final : public UpstreamChannel,
-                                  public std::enable_shared_from_this<UpstreamChannelImpl> {
+class ClientChannelImpl final : public ClientChannel,
+                                public std::enable_shared_from_this<ClientChannelImpl> {
  public:
-  UpstreamChannelImpl(net::any_io_executor executor, UpstreamSpec spec);
+  ClientChannelImpl(net::any_io_executor executor, UpstreamSpec spec);
 
   void start(Receiver receiver) override;
   void send(Message message) override;
@@ -170,6 +180,7 @@ class UpstreamChannelImpl final : public UpstreamChannel,
     ClientRequest request;
     std::shared_ptr<ClientConnection> conn;
     bool retried = false;
+    bool modern = false;  // a 2026-07-28 message: no session, per-request headers, no resuming
 
     unsigned status = 0;
     std::string content_type;
@@ -186,7 +197,7 @@ class UpstreamChannelImpl final : public UpstreamChannel,
   };
   using ExchangePtr = std::shared_ptr<Exchange>;
 
-  struct Pending {
+  struct OpenRequest {
     std::uint64_t seq = 0;
     std::string method;
   };
@@ -219,6 +230,8 @@ class UpstreamChannelImpl final : public UpstreamChannel,
   void on_upstream_message(const ExchangePtr& ex, Message m);
   void on_initialize_response(Message m);
   void on_http_error(const ExchangePtr& ex);
+  bool deliver_error_body(const ExchangePtr& ex);
+  void on_initialize_refused(Message m);
   void on_stream_end(const ExchangePtr& ex);
   void fail_request(const ExchangePtr& ex, int code, const std::string& message);
   void finish(ExchangePtr ex);  // by value: `ex` may be the set element it erases
@@ -254,7 +267,7 @@ class UpstreamChannelImpl final : public UpstreamChannel,
   std::optional<std::uint64_t> init_seq_;
 
   std::uint64_t next_seq_ = 1;
-  std::unordered_map<Id, Pending, jsonrpc::IdHash> pending_;
+  std::unordered_map<Id, OpenRequest, jsonrpc::IdHash> pending_;
   std::deque<Message> ordered_;  // requests and notifications, sent in order
   std::deque<Message> urgent_;   // responses, cancellations, progress
   bool barrier_ = false;
@@ -272,7 +285,7 @@ class UpstreamChannelImpl final : public UpstreamChannel,
   std::shared_ptr<net::steady_timer> listen_timer_;
 };
 
-UpstreamChannelImpl::UpstreamChannelImpl(net::any_io_executor executor, UpstreamSpec spec)
+ClientChannelImpl::ClientChannelImpl(net::any_io_executor executor, UpstreamSpec spec)
     : executor_(std::move(executor)), spec_(std::move(spec)), log_(log::get("http")) {
   label_ = "[upstream " + spec_.name + " " + spec_.url.display() + "]";
   auto headers = check_extra_headers(spec_.headers);
@@ -283,7 +296,7 @@ UpstreamChannelImpl::UpstreamChannelImpl(net::any_io_executor executor, Upstream
   }
 }
 
-void UpstreamChannelImpl::start(Receiver receiver) {
+void ClientChannelImpl::start(Receiver receiver) {
   if (started_) return;
   started_ = true;
   receiver_ = std::move(receiver);
@@ -304,7 +317,7 @@ void UpstreamChannelImpl::start(Receiver receiver) {
   pump();
 }
 
-void UpstreamChannelImpl::send(Message m) {
+void ClientChannelImpl::send(Message m) {
   if (closed_ || failing_) return;
   if (m.is_request()) {
     const Id id = m.id();
@@ -318,9 +331,12 @@ void UpstreamChannelImpl::send(Message m) {
       return;
     }
     const std::uint64_t seq = next_seq_++;
-    pending_.emplace(id, Pending{seq, m.method()});
+    pending_.emplace(id, OpenRequest{seq, m.method()});
     if (m.method() == "initialize" && !init_seq_) init_seq_ = seq;
   } else if (m.is_notification() && m.method() == "notifications/cancelled") {
+    // streamable-http §Cancellation (2026-07-28): closing the request's stream is the
+    // cancellation; nothing is posted.
+    const bool modern_cancel = is_modern(m);
     if (auto target = cancelled_request(m)) {
       // A request still waiting for a connection is simply not sent.
       const auto queued = std::find_if(ordered_.begin(), ordered_.end(), [&](const Message& q) {
@@ -340,6 +356,7 @@ void UpstreamChannelImpl::send(Message m) {
         abandon_request(*target, seq);
       }
     }
+    if (modern_cancel) return;
   }
   if (ordered_.size() + urgent_.size() >= spec_.max_queued_messages) {
     log_->warn("{} {} messages wait for a connection; closing", label_,
@@ -357,7 +374,7 @@ void UpstreamChannelImpl::send(Message m) {
   pump();
 }
 
-void UpstreamChannelImpl::close(const CloseReason& why) {
+void ClientChannelImpl::close(const CloseReason& why) {
   if (closed_) return;
   log_->info("{} closing ({}{}{})", label_, bridge::to_string(why.kind),
              why.detail.empty() ? "" : ": ", why.detail);
@@ -365,18 +382,18 @@ void UpstreamChannelImpl::close(const CloseReason& why) {
   teardown(true);
 }
 
-void UpstreamChannelImpl::deliver(Message m) {
+void ClientChannelImpl::deliver(Message m) {
   if (closed_ || !receiver_.on_message) return;
   receiver_.on_message(std::move(m));
 }
 
-bool UpstreamChannelImpl::request_pending(const ExchangePtr& ex) const {
+bool ClientChannelImpl::request_pending(const ExchangePtr& ex) const {
   if (!ex->request_id) return false;
   const auto it = pending_.find(*ex->request_id);
   return it != pending_.end() && it->second.seq == ex->request_seq;
 }
 
-void UpstreamChannelImpl::pump() {
+void ClientChannelImpl::pump() {
   if (!started_ || closed_ || failing_) return;
   if (!setup_error_.empty()) {
     // The first request is answered with the reason, then the channel closes; posted, so that
@@ -410,7 +427,7 @@ void UpstreamChannelImpl::pump() {
   }
 }
 
-void UpstreamChannelImpl::start_post(Message m) {
+void ClientChannelImpl::start_post(Message m) {
   auto ex = std::make_shared<Exchange>();
   ex->kind = Exchange::Kind::post;
   ex->method = m.method();
@@ -437,14 +454,26 @@ void UpstreamChannelImpl::start_post(Message m) {
       barrier_ = true;
     }
   }
-  ex->carried_session = !session_id_.empty();
-  ex->request = build_post(context(), std::string(m.text()));
+  ex->modern = is_modern(m);
+  if (ex->modern) {
+    // streamable-http §Standard Request Headers: what the body says, repeated for routing.
+    ModernHeaders h;
+    if (auto envelope = modern::read_envelope(m)) h.protocol_version = envelope->protocol_version;
+    if (m.is_request()) {
+      h.method = modern::encode_header_value(m.method());
+      if (auto name = modern::name_of(m)) h.name = modern::encode_header_value(*name);
+    }
+    ex->request = build_modern_post(context(), std::string(m.text()), h);
+  } else {
+    ex->carried_session = !session_id_.empty();
+    ex->request = build_post(context(), std::string(m.text()));
+  }
   ex->message = std::move(m);
   exchanges_.insert(ex);
   start_exchange(ex);
 }
 
-void UpstreamChannelImpl::start_exchange(const ExchangePtr& ex) {
+void ClientChannelImpl::start_exchange(const ExchangePtr& ex) {
   if (auto conn = take_idle()) {
     ex->conn = std::move(conn);
     do_write(ex);
@@ -454,7 +483,7 @@ void UpstreamChannelImpl::start_exchange(const ExchangePtr& ex) {
   do_connect(ex);
 }
 
-void UpstreamChannelImpl::do_connect(const ExchangePtr& ex) {
+void ClientChannelImpl::do_connect(const ExchangePtr& ex) {
   ex->conn->async_connect(spec_.connect_timeout, [self = shared_from_this(), ex](const auto& f) {
     if (ex->done) return;
     if (f) return self->on_failure(ex, *f);
@@ -462,7 +491,7 @@ void UpstreamChannelImpl::do_connect(const ExchangePtr& ex) {
   });
 }
 
-void UpstreamChannelImpl::do_write(const ExchangePtr& ex) {
+void ClientChannelImpl::do_write(const ExchangePtr& ex) {
   static auto& bytes_out = metrics::bytes_counter("http", "out");
   bytes_out.inc(ex->request.body().size());
   // The request is copied: it is sent again if a kept-alive connection turns out stale.
@@ -477,7 +506,7 @@ void UpstreamChannelImpl::do_write(const ExchangePtr& ex) {
                         });
 }
 
-void UpstreamChannelImpl::do_read_header(const ExchangePtr& ex) {
+void ClientChannelImpl::do_read_header(const ExchangePtr& ex) {
   ex->conn->async_read_header(spec_.response_timeout,
                               [self = shared_from_this(), ex](const auto& f) {
                                 if (ex->done) return;
@@ -489,7 +518,7 @@ void UpstreamChannelImpl::do_read_header(const ExchangePtr& ex) {
                               });
 }
 
-void UpstreamChannelImpl::do_read_body(const ExchangePtr& ex) {
+void ClientChannelImpl::do_read_body(const ExchangePtr& ex) {
   const auto timeout =
       ex->body == Exchange::Body::sse ? spec_.stream_idle_timeout : spec_.response_timeout;
   ex->conn->async_read_body(timeout, [self = shared_from_this(), ex](
@@ -500,8 +529,8 @@ void UpstreamChannelImpl::do_read_body(const ExchangePtr& ex) {
   });
 }
 
-bool UpstreamChannelImpl::retry_on_fresh_connection(const ExchangePtr& ex,
-                                                    const ClientConnection::Failure& f) {
+bool ClientChannelImpl::retry_on_fresh_connection(const ExchangePtr& ex,
+                                                  const ClientConnection::Failure& f) {
   // A kept-alive connection the server closed while it was idle fails before any byte of a
   // response; the request never reached the server, so it is sent again, once.
   if (ex->retried || f.timed_out || ex->conn->exchanges() < 2 || ex->conn->got_response_bytes()) {
@@ -515,7 +544,7 @@ bool UpstreamChannelImpl::retry_on_fresh_connection(const ExchangePtr& ex,
   return true;
 }
 
-void UpstreamChannelImpl::on_failure(const ExchangePtr& ex, const ClientConnection::Failure& f) {
+void ClientChannelImpl::on_failure(const ExchangePtr& ex, const ClientConnection::Failure& f) {
   using Stage = ClientConnection::Stage;
   ex->conn->close();
   const bool connecting =
@@ -581,7 +610,7 @@ void UpstreamChannelImpl::on_failure(const ExchangePtr& ex, const ClientConnecti
   finish(ex);
 }
 
-void UpstreamChannelImpl::on_header(const ExchangePtr& ex) {
+void ClientChannelImpl::on_header(const ExchangePtr& ex) {
   const auto& h = ex->conn->header();
   ex->status = h.result_int();
   ex->content_type = std::string(h[beast_http::field::content_type]);
@@ -652,7 +681,7 @@ void UpstreamChannelImpl::on_header(const ExchangePtr& ex) {
   pump();
 }
 
-void UpstreamChannelImpl::on_body(const ExchangePtr& ex, std::string_view data, bool complete) {
+void ClientChannelImpl::on_body(const ExchangePtr& ex, std::string_view data, bool complete) {
   static auto& bytes_in = metrics::bytes_counter("http", "in");
   bytes_in.inc(data.size());
   switch (ex->body) {
@@ -694,7 +723,7 @@ void UpstreamChannelImpl::on_body(const ExchangePtr& ex, std::string_view data, 
   do_read_body(ex);
 }
 
-void UpstreamChannelImpl::on_sse_data(const ExchangePtr& ex, std::string_view data) {
+void ClientChannelImpl::on_sse_data(const ExchangePtr& ex, std::string_view data) {
   std::vector<SseParser::Event> events;
   const bool ok = ex->sse->feed(data, events);
   for (const auto& e : events) {
@@ -722,7 +751,7 @@ void UpstreamChannelImpl::on_sse_data(const ExchangePtr& ex, std::string_view da
   finish(ex);
 }
 
-void UpstreamChannelImpl::on_event(const ExchangePtr& ex, const SseParser::Event& event) {
+void ClientChannelImpl::on_event(const ExchangePtr& ex, const SseParser::Event& event) {
   // Events without data (the priming event of 2025-06-18 streams) only carry an id or a retry.
   if (blank(event.data)) return;
   if (event.type != "message") {
@@ -742,7 +771,7 @@ void UpstreamChannelImpl::on_event(const ExchangePtr& ex, const SseParser::Event
   }
 }
 
-void UpstreamChannelImpl::on_upstream_message(const ExchangePtr& ex, Message m) {
+void ClientChannelImpl::on_upstream_message(const ExchangePtr& ex, Message m) {
   if (!m.is_response()) return deliver(std::move(m));
   // A server that cannot read the request answers with a null id; on a stream that carries one
   // request, that answer is this request's.
@@ -761,7 +790,11 @@ void UpstreamChannelImpl::on_upstream_message(const ExchangePtr& ex, Message m) 
   deliver(std::move(m));
 }
 
-void UpstreamChannelImpl::on_initialize_response(Message m) {
+void ClientChannelImpl::on_initialize_response(Message m) {
+  if (m.kind() == jsonrpc::Kind::error && spec_.modern_fallback &&
+      m.error().code == modern::code::unsupported_version) {
+    return on_initialize_refused(std::move(m));
+  }
   if (m.kind() != jsonrpc::Kind::result) {
     const std::string message =
         upstream() + " rejected initialize: " + sanitize_excerpt(m.error().message);
@@ -798,7 +831,7 @@ void UpstreamChannelImpl::on_initialize_response(Message m) {
   pump();
 }
 
-void UpstreamChannelImpl::on_complete(const ExchangePtr& ex) {
+void ClientChannelImpl::on_complete(const ExchangePtr& ex) {
   give_back(ex->conn);
   if (ex->kind == Exchange::Kind::listen) {
     if (ex->body == Exchange::Body::error) {
@@ -846,7 +879,53 @@ void UpstreamChannelImpl::on_complete(const ExchangePtr& ex) {
   finish(ex);
 }
 
-void UpstreamChannelImpl::on_http_error(const ExchangePtr& ex) {
+bool ClientChannelImpl::deliver_error_body(const ExchangePtr& ex) {
+  if (!request_pending(ex) || media_type(ex->content_type) != "application/json") return false;
+  auto body = jsonrpc::parse_body(ex->text, jsonrpc::Limits{kErrorBodyLimit, 100});
+  if (!body || body->batch || body->messages.size() != 1 ||
+      body->messages[0].kind() != jsonrpc::Kind::error) {
+    return false;
+  }
+  Message m = std::move(body->messages[0]);
+  if (m.id() != *ex->request_id) m = m.with_id(*ex->request_id);
+  if (is_initialize(ex)) {
+    if (!spec_.modern_fallback || m.error().code != modern::code::unsupported_version) return false;
+    pending_.erase(*ex->request_id);
+    on_initialize_refused(std::move(m));
+    return true;
+  }
+  // A 2026-07-28 server answers its checks (-32020, -32021, -32022, -32602 of the envelope) and
+  // unknown methods (-32601) with a 4xx whose body is the JSON-RPC error of the request: that
+  // error is the answer (the v2 SDK client delivers it the same way).
+  pending_.erase(*ex->request_id);
+  deliver(std::move(m));
+  return true;
+}
+
+void ClientChannelImpl::on_initialize_refused(Message m) {
+  // A 2026-only server refuses a 2025 initialize with -32022 naming its versions (basic/versioning
+  // §Backward Compatibility). The owner may go on in 2026-07-28 on this channel: no session was
+  // made, so nothing is closed; the refusal is the answer.
+  log_->info(
+      "{} the server refused initialize with -32022 (unsupported protocol version); no session "
+      "was made",
+      label_);
+  init_seq_.reset();
+  for (const auto& ex : exchanges_) {
+    if (ex->holds_barrier && ex->request_id && *ex->request_id == m.id()) {
+      release_barrier(ex);
+      break;
+    }
+  }
+  deliver(std::move(m));
+  pump();
+}
+
+void ClientChannelImpl::on_http_error(const ExchangePtr& ex) {
+  if (ex->kind == Exchange::Kind::post && (ex->modern || is_initialize(ex)) &&
+      deliver_error_body(ex)) {
+    return finish(ex);
+  }
   std::string status = "HTTP " + std::to_string(ex->status);
   const auto reason = beast_http::obsolete_reason(beast_http::int_to_status(ex->status));
   if (beast_http::int_to_status(ex->status) != beast_http::status::unknown) {
@@ -878,7 +957,7 @@ void UpstreamChannelImpl::on_http_error(const ExchangePtr& ex) {
   finish(ex);
 }
 
-void UpstreamChannelImpl::on_stream_end(const ExchangePtr& ex) {
+void ClientChannelImpl::on_stream_end(const ExchangePtr& ex) {
   if (!request_pending(ex)) return finish(ex);
   // 002 §Resumability and Redelivery: a stream cut before its response is resumed with GET and
   // Last-Event-ID when the server numbered its events.
@@ -887,7 +966,10 @@ void UpstreamChannelImpl::on_stream_end(const ExchangePtr& ex) {
   const bool progressed = ex->delivered > 0 || last != ex->resume_from;
   const unsigned attempts = progressed ? 1 : ex->resume_attempts + 1;
   std::string why;
-  if (last.empty()) {
+  if (ex->modern) {
+    // 2026-07-28 removed resumability: a broken stream loses the request (changelog Major §9).
+    why = "2026-07-28 streams cannot be resumed";
+  } else if (last.empty()) {
     why = "it gave no event id to resume it";
   } else if (attempts > spec_.max_resume_attempts) {
     why = "resuming it brought nothing " + std::to_string(spec_.max_resume_attempts) + " times";
@@ -928,8 +1010,7 @@ void UpstreamChannelImpl::on_stream_end(const ExchangePtr& ex) {
   });
 }
 
-void UpstreamChannelImpl::fail_request(const ExchangePtr& ex, int code,
-                                       const std::string& message) {
+void ClientChannelImpl::fail_request(const ExchangePtr& ex, int code, const std::string& message) {
   if (!request_pending(ex)) return;
   pending_.erase(*ex->request_id);
   log_->warn("{} request {} {} failed: {}", label_, ex->request_id->to_string(), quoted_method(ex),
@@ -937,13 +1018,13 @@ void UpstreamChannelImpl::fail_request(const ExchangePtr& ex, int code,
   deliver(Message::error(*ex->request_id, code, message));
 }
 
-void UpstreamChannelImpl::release_barrier(const ExchangePtr& ex) {
+void ClientChannelImpl::release_barrier(const ExchangePtr& ex) {
   if (!ex->holds_barrier) return;
   ex->holds_barrier = false;
   barrier_ = false;
 }
 
-void UpstreamChannelImpl::finish(ExchangePtr ex) {
+void ClientChannelImpl::finish(ExchangePtr ex) {
   if (ex->done) return;
   ex->done = true;
   if (ex->delay) ex->delay->cancel();
@@ -956,7 +1037,7 @@ void UpstreamChannelImpl::finish(ExchangePtr ex) {
   pump();
 }
 
-void UpstreamChannelImpl::abandon_request(const Id& id, std::uint64_t seq) {
+void ClientChannelImpl::abandon_request(const Id& id, std::uint64_t seq) {
   for (const auto& ex : exchanges_) {
     if (ex->request_id && *ex->request_id == id && ex->request_seq == seq) {
       if (ex->conn) ex->conn->close();
@@ -966,7 +1047,7 @@ void UpstreamChannelImpl::abandon_request(const Id& id, std::uint64_t seq) {
   }
 }
 
-std::shared_ptr<ClientConnection> UpstreamChannelImpl::take_idle() {
+std::shared_ptr<ClientConnection> ClientChannelImpl::take_idle() {
   const auto now = Clock::now();
   while (!idle_.empty()) {
     auto conn = std::move(idle_.back());
@@ -977,7 +1058,7 @@ std::shared_ptr<ClientConnection> UpstreamChannelImpl::take_idle() {
   return nullptr;
 }
 
-void UpstreamChannelImpl::give_back(const std::shared_ptr<ClientConnection>& conn) {
+void ClientChannelImpl::give_back(const std::shared_ptr<ClientConnection>& conn) {
   if (closed_ || failing_ || !conn->reusable() || idle_.size() >= spec_.max_idle_connections) {
     conn->close();
     return;
@@ -986,7 +1067,7 @@ void UpstreamChannelImpl::give_back(const std::shared_ptr<ClientConnection>& con
   idle_.push_back(conn);
 }
 
-void UpstreamChannelImpl::open_listen() {
+void ClientChannelImpl::open_listen() {
   if (closed_ || failing_ || listen_unsupported_ || listen_) return;
   auto ex = std::make_shared<Exchange>();
   ex->kind = Exchange::Kind::listen;
@@ -999,7 +1080,7 @@ void UpstreamChannelImpl::open_listen() {
   start_exchange(ex);
 }
 
-void UpstreamChannelImpl::on_listen_end(const ExchangePtr& ex, bool failed) {
+void ClientChannelImpl::on_listen_end(const ExchangePtr& ex, bool failed) {
   finish(ex);
   if (closed_ || failing_ || listen_unsupported_) return;
   // The server's retry sets the pace; failures back off from there, doubling.
@@ -1017,15 +1098,15 @@ void UpstreamChannelImpl::on_listen_end(const ExchangePtr& ex, bool failed) {
   });
 }
 
-void UpstreamChannelImpl::session_expired() {
+void ClientChannelImpl::session_expired() {
   log_->warn("{} the server ended the session (HTTP 404 to a request with its session id)", label_);
   fail_session(CloseReason::Kind::peer_gone, "upstream session expired (HTTP 404)",
                jsonrpc::code::connection_closed,
                upstream() + " session expired (HTTP 404); initialize a new session", false);
 }
 
-void UpstreamChannelImpl::fail_session(CloseReason::Kind kind, const std::string& detail, int code,
-                                       const std::string& message, bool send_delete) {
+void ClientChannelImpl::fail_session(CloseReason::Kind kind, const std::string& detail, int code,
+                                     const std::string& message, bool send_delete) {
   if (closed_) return;
   if (!started_) {
     // Nobody to tell yet: start() reports it.
@@ -1053,7 +1134,7 @@ void UpstreamChannelImpl::fail_session(CloseReason::Kind kind, const std::string
   if (on_close) on_close(CloseReason{kind, detail});
 }
 
-void UpstreamChannelImpl::teardown(bool send_delete) {
+void ClientChannelImpl::teardown(bool send_delete) {
   std::vector<ExchangePtr> all(exchanges_.begin(), exchanges_.end());
   exchanges_.clear();
   for (const auto& ex : all) {
@@ -1075,7 +1156,7 @@ void UpstreamChannelImpl::teardown(bool send_delete) {
   net::post(executor_, [self = shared_from_this()] { self->receiver_ = {}; });
 }
 
-void UpstreamChannelImpl::do_delete() {
+void ClientChannelImpl::do_delete() {
   auto conn = std::make_shared<ClientConnection>(executor_, spec_.url, tls_, spec_.tls_verify);
   // The connection keeps each completion until it runs, and its pending operations keep it:
   // the completions hold it weakly, or one still waiting when the event loop stops (the daemon
@@ -1114,9 +1195,9 @@ void UpstreamChannelImpl::do_delete() {
 
 }  // namespace
 
-std::shared_ptr<UpstreamChannel> UpstreamChannel::create(net::any_io_executor executor,
-                                                         UpstreamSpec spec) {
-  return std::make_shared<UpstreamChannelImpl>(std::move(executor), std::move(spec));
+std::shared_ptr<ClientChannel> ClientChannel::create(net::any_io_executor executor,
+                                                     UpstreamSpec spec) {
+  return std::make_shared<ClientChannelImpl>(std::move(executor), std::move(spec));
 }
 
 }  // namespace mcpmqtt::http

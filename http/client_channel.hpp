@@ -1,6 +1,13 @@
 // The client end of one Streamable HTTP MCP session with a remote server (HTTP egress: one
 // upstream session per MQTT client session), as a bridge::Channel.
 //
+// Messages of protocol revision 2026-07-28 (a `_meta` envelope claiming it) are sent the way
+// that revision wants, whatever the session: POSTed without Mcp-Session-Id, with
+// MCP-Protocol-Version, Mcp-Method and Mcp-Name taken from the body; a 4xx carrying a JSON-RPC
+// error is that error; a stream cut before its response is not resumed; notifications/cancelled
+// is not posted but closes the stream of the request it names (streamable-http §Cancellation).
+// A long-lived subscriptions/listen is such a request whose stream stays open.
+//
 // send() POSTs each message on its own request (002 §Sending Messages to the Server; one message
 // per POST, as batching left the wire in 2025-06-18). Responses come back as JSON or as an SSE
 // stream whose server requests and notifications are delivered as they arrive. The initialize
@@ -29,7 +36,6 @@
 
 #include "bridge/channel.hpp"
 #include "bridge/expected.hpp"
-#include "config/config.hpp"
 #include "http/client_url.hpp"
 
 namespace mcpmqtt::http {
@@ -63,16 +69,23 @@ struct UpstreamSpec {
   std::size_t max_queued_messages = 1024;  // waiting for a free connection
   unsigned max_resume_attempts = 5;        // consecutive resumptions that bring nothing
   unsigned max_connect_failures = 5;       // of the GET stream before the server is unreachable
+  // The owner speaks 2026-07-28 to a server that refuses initialize with -32022: then that
+  // refusal is delivered as the answer and the channel stays open (no session was made), instead
+  // of ending the channel as any other failed initialize does.
+  bool modern_fallback = false;
 };
 
-// Builds the spec of a configured Streamable HTTP server (mcpServers entry with "url"). The
-// error names the key: `mcpServers."tools/x".url: unsupported scheme "ftp"; ...`.
-Expected<UpstreamSpec, std::string> make_upstream_spec(const config::ServerEntry& entry);
+// Builds the spec of a Streamable HTTP server named `name` at `url`, sent `headers` on every
+// request. The error names the part at fault: `url: unsupported scheme "ftp"; ...` or
+// `headers: ...` (the caller prefixes where it came from).
+Expected<UpstreamSpec, std::string> make_upstream_spec(
+    const std::string& name, const std::string& url,
+    const std::vector<std::pair<std::string, std::string>>& headers, bool tls_verify);
 
-class UpstreamChannel : public bridge::Channel {
+class ClientChannel : public bridge::Channel {
  public:
-  static std::shared_ptr<UpstreamChannel> create(boost::asio::any_io_executor executor,
-                                                 UpstreamSpec spec);
+  static std::shared_ptr<ClientChannel> create(boost::asio::any_io_executor executor,
+                                               UpstreamSpec spec);
 
   // Mcp-Session-Id from the initialize response; empty before, or when the server has none.
   virtual const std::string& session_id() const = 0;

@@ -27,7 +27,7 @@ bool is_tchar(char c) {
 }
 
 // Headers the transport sets itself, or that would change the framing of the request.
-constexpr std::array<std::string_view, 14> kReserved = {
+constexpr std::array<std::string_view, 16> kReserved = {
     "host",          "content-length",
     "content-type",  "transfer-encoding",
     "connection",    "keep-alive",
@@ -35,6 +35,7 @@ constexpr std::array<std::string_view, 14> kReserved = {
     "trailer",       "expect",
     "accept",        "mcp-session-id",
     "last-event-id", "mcp-protocol-version",
+    "mcp-method",    "mcp-name",
 };
 
 boost::beast::string_view bsv(std::string_view s) {
@@ -97,6 +98,18 @@ ClientRequest build_post(const RequestContext& ctx, std::string body) {
   req.set(beast_http::field::content_type, "application/json");
   req.body() = std::move(body);
   req.prepare_payload();
+  return req;
+}
+
+ClientRequest build_modern_post(const RequestContext& ctx, std::string body,
+                                const ModernHeaders& headers) {
+  // No session: a 2026-07-28 server never mints one and ignores Mcp-Session-Id
+  // (streamable-http §Backward Compatibility).
+  RequestContext sessionless{ctx.url, ctx.extra_headers, {}, {}};
+  ClientRequest req = build_post(sessionless, std::move(body));
+  req.set("MCP-Protocol-Version", bsv(headers.protocol_version));
+  if (!headers.method.empty()) req.set("Mcp-Method", bsv(headers.method));
+  if (!headers.name.empty()) req.set("Mcp-Name", bsv(headers.name));
   return req;
 }
 

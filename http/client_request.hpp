@@ -29,6 +29,17 @@ struct RequestContext {
 
 // POST of one JSON-RPC message (002 §Sending Messages to the Server).
 ClientRequest build_post(const RequestContext& ctx, std::string body);
+// The standard headers of a request of protocol revision 2026-07-28 (streamable-http §Standard
+// Request Headers): values as sent, Mcp-Name already encoded (§Value Encoding); empty: absent.
+struct ModernHeaders {
+  std::string protocol_version;  // MCP-Protocol-Version, the envelope's version
+  std::string method;            // Mcp-Method: requests only
+  std::string name;              // Mcp-Name: tools/call, prompts/get, resources/read
+};
+// POST of one 2026-07-28 message: no Mcp-Session-Id, whatever the context holds; the headers
+// above instead of the session's protocol version.
+ClientRequest build_modern_post(const RequestContext& ctx, std::string body,
+                                const ModernHeaders& headers);
 // GET for the server's stream, or to resume a stream after `last_event_id` (002 §Listening for
 // Messages from the Server, §Resumability and Redelivery).
 ClientRequest build_get(const RequestContext& ctx, std::string_view last_event_id);

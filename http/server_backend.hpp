@@ -1,14 +1,47 @@
 // The seam between the Streamable HTTP server and the rest of the daemon.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
 
 #include "bridge/channel.hpp"
+#include "bridge/protocol/modern.hpp"
 
 namespace mcpmqtt::http {
+
+// One request of MCP revision 2026-07-28 ("modern": no session, the `_meta` envelope on the
+// request; classified by modern::classify_post), as the HTTP server hands it to the backend.
+struct ModernRequest {
+  std::string server_name;
+  // Who sent it, for pooling and binding requestState: a SHA-256 digest of the bearer token, or
+  // "anonymous" without tokens. Never the token.
+  std::string principal;
+  jsonrpc::Message message;
+  modern::Headers headers;  // MCP-Protocol-Version, Mcp-Method, Mcp-Name as received
+  // Mcp-Param-{Name} headers: {Name} in lowercase → the value as received (SEP-2243).
+  std::vector<std::pair<std::string, std::string>> param_headers;
+};
+
+// How the backend answers a modern request. Every method may be called from any strand.
+class ModernReply {
+ public:
+  virtual ~ModernReply() = default;
+  // A notification related to the request (progress, log, a listen's notifications): the first
+  // one makes the response an SSE stream (streamable-http §Sending Messages: no event ids, no
+  // priming event).
+  virtual void notify(const jsonrpc::Message& message) = 0;
+  // The final message: application/json with `status` when nothing was streamed, else the last
+  // event of the stream. Nothing is sent after it.
+  virtual void finish(const jsonrpc::Message& message, unsigned status) = 0;
+  // `on_gone` runs once if the client goes away before finish() (streamable-http
+  // §Cancellation: closing the stream cancels the request).
+  virtual void watch(std::function<void()> on_gone) = 0;
+};
 
 // What the HTTP server needs from the daemon. Called on the session's strand unless noted.
 // Implementations must outlive every handler the server started on its io_context.
@@ -31,6 +64,16 @@ class Backend {
   // `strand` is the session's strand: whatever the backend joins to the session runs there.
   virtual void attach(const std::string& server_name, std::shared_ptr<bridge::Channel> session,
                       boost::asio::any_io_executor strand) = 0;
+  // Whether modern requests are served (ingress.modern.enabled); otherwise they get the 2025
+  // handling as before. (any thread)
+  virtual bool serves_modern() { return false; }
+  // A modern request, admitted or not (the backend checks its envelope and headers). Called on
+  // the connection's strand.
+  virtual void handle_modern(ModernRequest request, std::shared_ptr<ModernReply> reply) {
+    reply->finish(jsonrpc::Message::error(request.message.id(), jsonrpc::code::method_not_found,
+                                          "MCP 2026-07-28 requests are not served here"),
+                  404);
+  }
   virtual std::string servers_json() = 0;  // body of GET /servers (any thread)
   virtual bool ready() = 0;                // GET /readyz: 200 when true, else 503 (any thread)
   virtual std::string metrics_text() = 0;  // body of GET /metrics (Prometheus text) (any thread)

@@ -18,6 +18,7 @@
 #include <sys/uio.h>
 
 #include "bridge/metrics.hpp"
+#include "http/server_modern.hpp"
 #include "http/server_session.hpp"
 #include "http/server_sse.hpp"
 
@@ -90,7 +91,7 @@ bool send_on_lent_socket(PushQueue& q, bool last) {
 // pushes while the connection lends its socket (see PushQueue).
 class ConnectionExchange : public Exchange {
  public:
-  ConnectionExchange(std::shared_ptr<Connection> c, std::uint64_t serial,
+  ConnectionExchange(std::shared_ptr<ServerConnection> c, std::uint64_t serial,
                      std::shared_ptr<PushQueue> pushes)
       : c_(std::move(c)), serial_(serial), ex_(c_->executor()), pushes_(std::move(pushes)) {}
 
@@ -147,11 +148,11 @@ class ConnectionExchange : public Exchange {
     if (overflow)
       net::post(ex_, [c = c_, s = serial_, overflow] { c->ex_overflow(s, overflow); });
     else if (kick)
-      net::post(ex_, [c = c_, s = serial_] { c->ex_kick(s); });
+      net::post(ex_, [c = c_, s = serial_] { c->ex_write_pushes(s); });
   }
 
  private:
-  std::shared_ptr<Connection> c_;
+  std::shared_ptr<ServerConnection> c_;
   std::uint64_t serial_;
   net::any_io_executor ex_;
   std::shared_ptr<PushQueue> pushes_;
@@ -169,14 +170,22 @@ bool iequals(std::string_view a, std::string_view b) {
          });
 }
 
+std::string_view trimmed(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
+    s.remove_suffix(1);
+  return s;
+}
+
 const char* kRoutesHint =
     "the MCP endpoints are /mcp (the default server) and /servers/{server-name}/mcp; also "
     "GET /servers, /healthz, /readyz and /metrics";
 
 }  // namespace
 
-Connection::Connection(net::ip::tcp::socket socket, std::shared_ptr<ServerState> state,
-                       std::uint64_t number)
+ServerConnection::ServerConnection(net::ip::tcp::socket socket, std::shared_ptr<ServerState> state,
+                                   std::uint64_t number)
     : stream_(std::move(socket)),
       state_(std::move(state)),
       number_(number),
@@ -191,21 +200,21 @@ Connection::Connection(net::ip::tcp::socket socket, std::shared_ptr<ServerState>
   stream_.socket().set_option(net::ip::tcp::no_delay(true), ec);
 }
 
-Connection::~Connection() {
+ServerConnection::~ServerConnection() {
   state_->remove_connection(number_);
 }
 
-void Connection::start() {
+void ServerConnection::start() {
   net::post(stream_.get_executor(), [self = shared_from_this()] { self->do_read(); });
 }
 
-void Connection::stop() {
+void ServerConnection::stop() {
   net::post(stream_.get_executor(), [self = shared_from_this()] { self->close(); });
 }
 
 // ---- reading requests --------------------------------------------------------------------------
 
-void Connection::do_read() {
+void ServerConnection::do_read() {
   if (phase_ == Phase::closed) return;
   phase_ = Phase::reading;
   parser_.emplace();
@@ -218,7 +227,7 @@ void Connection::do_read() {
       [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
 }
 
-void Connection::on_header(beast::error_code ec) {
+void ServerConnection::on_header(beast::error_code ec) {
   if (ec) return on_read_error(ec);
   auto& req = parser_->get();
   keep_alive_ = req.keep_alive();
@@ -265,12 +274,12 @@ void Connection::on_header(beast::error_code ec) {
   read_body();
 }
 
-void Connection::on_body(beast::error_code ec) {
+void ServerConnection::on_body(beast::error_code ec) {
   if (ec) return on_read_error(ec);
   on_request();
 }
 
-void Connection::on_read_error(beast::error_code ec) {
+void ServerConnection::on_read_error(beast::error_code ec) {
   if (phase_ == Phase::closed || ec == net::error::operation_aborted) return;
   if (ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message ||
       ec == net::error::eof || ec == net::error::connection_reset ||
@@ -308,7 +317,7 @@ void Connection::on_read_error(beast::error_code ec) {
                  true);
 }
 
-std::optional<Response> Connection::precheck(const Request& req) {
+std::optional<Response> ServerConnection::precheck(const Request& req) {
   using K = Route::Kind;
   const auto method = req.method();
   const bool get_like = method == bhttp::verb::get || method == bhttp::verb::head;
@@ -358,8 +367,8 @@ std::optional<Response> Connection::precheck(const Request& req) {
       res.set(bhttp::field::access_control_allow_methods,
               mcp ? "GET, POST, DELETE, OPTIONS" : "GET, HEAD, OPTIONS");
       res.set(bhttp::field::access_control_allow_headers,
-              "Content-Type, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID, "
-              "Authorization");
+              "Content-Type, Mcp-Session-Id, MCP-Protocol-Version, Mcp-Method, Mcp-Name, "
+              "Last-Event-ID, Authorization");
       res.set(bhttp::field::access_control_max_age, "600");
     }
     return res;
@@ -431,7 +440,7 @@ std::optional<Response> Connection::precheck(const Request& req) {
   return std::nullopt;
 }
 
-void Connection::on_request() {
+void ServerConnection::on_request() {
   stream_.expires_never();
   auto& req = parser_->get();
   static auto& bytes_in = metrics::bytes_counter("http", "in");
@@ -464,13 +473,13 @@ void Connection::on_request() {
   }
 }
 
-void Connection::handle_mcp(Request& req) {
+void ServerConnection::handle_mcp(Request& req) {
   const std::string server =
       route_.server_name.empty() ? state_->default_server : route_.server_name;
   const std::string session_id(req["Mcp-Session-Id"]);
   const std::string version(req["MCP-Protocol-Version"]);
 
-  std::shared_ptr<Session> session;
+  std::shared_ptr<ServerSession> session;
   auto check_session = [&]() -> bool {
     if (session_id.empty()) {
       write_response(error_response(400, jsonrpc::code::connection_closed,
@@ -498,6 +507,20 @@ void Connection::handle_mcp(Request& req) {
     return true;
   };
 
+  const bool modern_on = state_->backend.serves_modern();
+  std::optional<std::string> version_header;
+  if (auto v = req.find("MCP-Protocol-Version"); v != req.end())
+    version_header = std::string(v->value());
+  // streamable-http §Backward Compatibility: a 2026-07-28 endpoint answers GET and DELETE with
+  // 405 — here only those that carry a modern MCP-Protocol-Version and no session, since the
+  // same endpoint serves 2025 sessions their GET stream and DELETE.
+  if (modern_on && req.method() != bhttp::verb::post && session_id.empty() && version_header &&
+      modern::is_modern_version_string(trimmed(*version_header))) {
+    auto res = error_response(405, jsonrpc::code::connection_closed, "Method not allowed.");
+    res.set(bhttp::field::allow, "POST");
+    return write_response(std::move(res), false);
+  }
+
   if (req.method() == bhttp::verb::get) {
     if (!check_session()) return;
     session->handle_get(new_exchange(), std::string(req["Last-Event-ID"]), version);
@@ -518,6 +541,19 @@ void Connection::handle_mcp(Request& req) {
             (f.error.code == jsonrpc::code::parse_error ? "Parse error: " : "Invalid Request: ") +
                 f.error.message),
         false);
+  }
+  if (modern_on) {
+    // digest §1: the body's claim decides the era, whatever Mcp-Session-Id says.
+    auto era = modern::classify_post(*body, version_header);
+    if (era.era == modern::PostEra::refused) {
+      const auto id =
+          !body->batch && body->messages.size() == 1 ? body->messages.front().id() : jsonrpc::Id{};
+      return write_response(
+          modern_error_response(era.refusal->status, Message::error(id, era.refusal->error)),
+          false);
+    }
+    if (era.era == modern::PostEra::modern)
+      return handle_modern(req, server, std::move(body->messages.front()));
   }
   const Message* initialize = nullptr;
   for (const auto& m : body->messages)
@@ -544,7 +580,7 @@ void Connection::handle_mcp(Request& req) {
           error_response(503, jsonrpc::code::connection_closed,
                          "Service Unavailable: no random source for a session id"),
           false);
-    auto fresh = std::make_shared<Session>(state_, id, server);
+    auto fresh = std::make_shared<ServerSession>(state_, id, server);
     if (!state_->sessions.insert(id, fresh, state_->http.limits.max_sessions)) {
       state_->log->warn(
           "{} initialize refused: {} MCP sessions are open "
@@ -566,7 +602,47 @@ void Connection::handle_mcp(Request& req) {
   session->handle_post(new_exchange(), std::move(*body), version);
 }
 
-std::shared_ptr<Exchange> Connection::new_exchange() {
+void ServerConnection::handle_modern(Request& req, const std::string& server, Message message) {
+  modern::Headers headers;
+  if (auto v = req.find("MCP-Protocol-Version"); v != req.end())
+    headers.protocol_version = std::string(v->value());
+  if (auto v = req.find("Mcp-Method"); v != req.end()) headers.method = std::string(v->value());
+  if (auto v = req.find("Mcp-Name"); v != req.end()) headers.name = std::string(v->value());
+  if (!message.is_request()) {
+    // A notification (the v2 client cancels a listen with one): accepted or refused here; on
+    // HTTP the cancellation itself is the stream's closing (streamable-http §Cancellation).
+    if (auto refused = modern::admit_notification(message, &headers))
+      return write_response(
+          modern_error_response(refused->status, Message::error({}, refused->error)), false);
+    Response res{bhttp::status::accepted, 11};
+    return write_response(std::move(res), false);
+  }
+  if (state_->stopping)
+    return write_response(
+        modern_error_response(503, Message::error(message.id(), jsonrpc::code::connection_closed,
+                                                  "Service Unavailable: the bridge is stopping")),
+        false);
+  ModernRequest request{
+      server,
+      principal_of(sv(req[bhttp::field::authorization]), state_->tokens.enabled()),
+      std::move(message),
+      std::move(headers),
+      {}};
+  constexpr std::string_view kParam = "mcp-param-";
+  for (const auto& field : req) {
+    std::string name(field.name_string());
+    if (name.size() <= kParam.size()) continue;
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    if (name.compare(0, kParam.size(), kParam) != 0) continue;
+    if (request.param_headers.size() >= 64) break;  // bounded, as the headers themselves are
+    request.param_headers.emplace_back(name.substr(kParam.size()), std::string(field.value()));
+  }
+  state_->backend.handle_modern(std::move(request),
+                                std::make_shared<ExchangeModernReply>(new_exchange()));
+}
+
+std::shared_ptr<Exchange> ServerConnection::new_exchange() {
   ++serial_;
   phase_ = Phase::waiting;
   gone_ = nullptr;
@@ -579,7 +655,7 @@ std::shared_ptr<Exchange> Connection::new_exchange() {
 
 // ---- exchange operations -----------------------------------------------------------------------
 
-void Connection::ex_watch(std::uint64_t serial, std::function<void()> on_gone) {
+void ServerConnection::ex_watch(std::uint64_t serial, std::function<void()> on_gone) {
   if (phase_ == Phase::closed) {
     on_gone();
     return;
@@ -588,7 +664,7 @@ void Connection::ex_watch(std::uint64_t serial, std::function<void()> on_gone) {
     gone_ = std::move(on_gone);
 }
 
-void Connection::ex_reply(std::uint64_t serial, Response response) {
+void ServerConnection::ex_reply(std::uint64_t serial, Response response) {
   if (serial != serial_ || phase_ != Phase::waiting) {
     if (phase_ == Phase::closed && !response.body().empty())
       state_->log->warn(
@@ -601,7 +677,7 @@ void Connection::ex_reply(std::uint64_t serial, Response response) {
   write_response(std::move(response), false);
 }
 
-void Connection::ex_open(std::uint64_t serial, Response head) {
+void ServerConnection::ex_open(std::uint64_t serial, Response head) {
   if (serial != serial_ || phase_ != Phase::waiting) return;
   phase_ = Phase::streaming;
   // Events are first tried with a non-blocking send (see pump); async operations are not
@@ -627,12 +703,12 @@ void Connection::ex_open(std::uint64_t serial, Response head) {
   pump();
 }
 
-void Connection::ex_kick(std::uint64_t serial) {
+void ServerConnection::ex_write_pushes(std::uint64_t serial) {
   if (serial != serial_ || phase_ != Phase::streaming) return;
   pump();
 }
 
-void Connection::ex_overflow(std::uint64_t serial, std::size_t queued) {
+void ServerConnection::ex_overflow(std::uint64_t serial, std::size_t queued) {
   if (serial != serial_ || phase_ != Phase::streaming) return;
   ++state_->slow_streams_closed;
   state_->log->warn(
@@ -643,13 +719,13 @@ void Connection::ex_overflow(std::uint64_t serial, std::size_t queued) {
   close();
 }
 
-void Connection::ex_end(std::uint64_t serial) {
+void ServerConnection::ex_end(std::uint64_t serial) {
   if (serial != serial_ || phase_ != Phase::streaming) return;
   ending_ = true;
   pump();
 }
 
-void Connection::ex_abort(std::uint64_t serial) {
+void ServerConnection::ex_abort(std::uint64_t serial) {
   if (serial != serial_ || phase_ == Phase::closed) return;
   gone_ = nullptr;
   close();
@@ -657,14 +733,15 @@ void Connection::ex_abort(std::uint64_t serial) {
 
 // ---- writing -----------------------------------------------------------------------------------
 
-Response Connection::error_response(unsigned status, int code, const std::string& message) const {
+Response ServerConnection::error_response(unsigned status, int code,
+                                          const std::string& message) const {
   Response res{static_cast<bhttp::status>(status), 11};
   res.set(bhttp::field::content_type, "application/json");
   res.body() = error_body(code, message);
   return res;
 }
 
-void Connection::finish_response(Response& res, bool streaming) {
+void ServerConnection::finish_response(Response& res, bool streaming) {
   res.version(11);
   res.keep_alive(keep_alive_);
   if (!cors_origin_.empty()) {
@@ -684,7 +761,7 @@ void Connection::finish_response(Response& res, bool streaming) {
   }
 }
 
-void Connection::write_response(Response res, bool close_after) {
+void ServerConnection::write_response(Response res, bool close_after) {
   if (phase_ == Phase::closed) return;
   if (close_after) keep_alive_ = false;
   finish_response(res, false);
@@ -698,14 +775,14 @@ void Connection::write_response(Response res, bool close_after) {
       [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_write(ec); });
 }
 
-void Connection::on_write(beast::error_code ec) {
+void ServerConnection::on_write(beast::error_code ec) {
   write_timer_.cancel();
   response_.reset();
   if (ec) return close();
   next_request();
 }
 
-void Connection::next_request() {
+void ServerConnection::next_request() {
   if (phase_ == Phase::closed) return;
   if (!keep_alive_ || state_->stopping) return linger_close();
   phase_ = Phase::reading;
@@ -719,7 +796,7 @@ void Connection::next_request() {
   do_read();
 }
 
-void Connection::pump() {
+void ServerConnection::pump() {
   if (phase_ != Phase::streaming || writing_) return;
   while (true) {
     // Everything pushed since the last write, in one buffer: the two buffers trade places, so
@@ -821,7 +898,7 @@ void Connection::pump() {
   }
 }
 
-void Connection::on_chunk(beast::error_code ec) {
+void ServerConnection::on_chunk(beast::error_code ec) {
   writing_ = false;
   if (ec) {
     state_->log->debug("{} SSE write failed: {}", label_, ec.message());
@@ -833,13 +910,13 @@ void Connection::on_chunk(beast::error_code ec) {
   pump();
 }
 
-void Connection::after_chunk() {
+void ServerConnection::after_chunk() {
   // A burst (a large result on a stream) does not pin its buffer for the connection's life.
   constexpr std::size_t kKeptCapacity = 64 * 1024;
   if (out_.capacity() > kKeptCapacity) std::string().swap(out_);
 }
 
-void Connection::finish_stream() {
+void ServerConnection::finish_stream() {
   {
     std::lock_guard lock(pushes_->mu);
     pushes_->closed = true;
@@ -858,11 +935,11 @@ void Connection::finish_stream() {
   next_request();
 }
 
-std::chrono::steady_clock::duration Connection::keepalive() const {
+std::chrono::steady_clock::duration ServerConnection::keepalive() const {
   return std::chrono::seconds(state_->http.limits.keepalive_interval_s);
 }
 
-std::chrono::steady_clock::duration Connection::write_limit(std::size_t bytes) const {
+std::chrono::steady_clock::duration ServerConnection::write_limit(std::size_t bytes) const {
   // A write that cannot finish in this time has a client that does not read.
   return std::chrono::seconds(state_->http.limits.request_header_timeout_s) +
          std::chrono::seconds(bytes / 65536);
@@ -872,14 +949,14 @@ std::chrono::steady_clock::duration Connection::write_limit(std::size_t bytes) c
 // (with thousands of streams, timer cancellations per event cost more than the writes). Each
 // tick sends a keep-alive comment after a quiet interval and closes a connection whose write
 // made no progress by its deadline — noticed within one keep-alive interval after it.
-void Connection::arm_stream_tick(std::chrono::steady_clock::time_point at) {
+void ServerConnection::arm_stream_tick(std::chrono::steady_clock::time_point at) {
   keepalive_timer_.expires_at(at);
   keepalive_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
     if (!ec) self->on_stream_tick();
   });
 }
 
-void Connection::on_stream_tick() {
+void ServerConnection::on_stream_tick() {
   if (phase_ != Phase::streaming || ending_) return;
   const auto now = std::chrono::steady_clock::now();
   if (head_pending_) {
@@ -915,7 +992,7 @@ void Connection::on_stream_tick() {
   arm_stream_tick(next);
 }
 
-void Connection::arm_write_timer(std::size_t bytes) {
+void ServerConnection::arm_write_timer(std::size_t bytes) {
   const auto limit = write_limit(bytes);
   write_timer_.expires_after(limit);
   write_timer_.async_wait([self = shared_from_this(), limit](beast::error_code ec) {
@@ -929,7 +1006,7 @@ void Connection::arm_write_timer(std::size_t bytes) {
 
 // ---- the read kept open while a session answers ------------------------------------------------
 
-void Connection::start_watch() {
+void ServerConnection::start_watch() {
   if (watching_ || phase_ == Phase::closed) return;
   if (!lingering_ && buffer_.size() >= kPipelineLimit) return;
   watching_ = true;
@@ -938,7 +1015,7 @@ void Connection::start_watch() {
       [self = shared_from_this()](beast::error_code ec, std::size_t n) { self->on_watch(ec, n); });
 }
 
-void Connection::on_watch(beast::error_code ec, std::size_t n) {
+void ServerConnection::on_watch(beast::error_code ec, std::size_t n) {
   watching_ = false;
   buffer_.commit(n);
   if (phase_ == Phase::closed) return;
@@ -963,7 +1040,7 @@ void Connection::on_watch(beast::error_code ec, std::size_t n) {
 
 // ---- closing -----------------------------------------------------------------------------------
 
-void Connection::stop_pushes(bool release_buffers) {
+void ServerConnection::stop_pushes(bool release_buffers) {
   if (!pushes_) return;
   std::lock_guard lock(pushes_->mu);
   pushes_->closed = true;
@@ -975,7 +1052,7 @@ void Connection::stop_pushes(bool release_buffers) {
   }
 }
 
-void Connection::linger_close() {
+void ServerConnection::linger_close() {
   if (phase_ == Phase::closed || lingering_) return;
   lingering_ = true;
   stop_pushes(false);
@@ -988,7 +1065,7 @@ void Connection::linger_close() {
   start_watch();
 }
 
-void Connection::close() {
+void ServerConnection::close() {
   if (phase_ == Phase::closed) return;
   phase_ = Phase::closed;
   write_timer_.cancel();

@@ -1,7 +1,7 @@
 // One TCP connection of the HTTP server: reads requests (HTTP/1.1, keep-alive) under a deadline
 // and a size limit, applies the checks every route shares (Host, Origin, bearer token, method,
 // media types), answers the discovery and health routes itself, and hands MCP requests to
-// their Session through an Exchange, whose response or SSE stream it then writes.
+// their ServerSession through an Exchange, whose response or SSE stream it then writes.
 //
 // While a session prepares a response or streams one, a read stays open on the socket so a
 // client that goes away is noticed at once (the session detaches the stream); bytes a client
@@ -59,13 +59,13 @@ struct PushQueue {
   std::chrono::steady_clock::time_point lent_write_at{};  // the last lent send
 };
 
-class Connection : public std::enable_shared_from_this<Connection> {
+class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
  public:
-  Connection(boost::asio::ip::tcp::socket socket, std::shared_ptr<ServerState> state,
-             std::uint64_t number);
-  ~Connection();
-  Connection(const Connection&) = delete;
-  Connection& operator=(const Connection&) = delete;
+  ServerConnection(boost::asio::ip::tcp::socket socket, std::shared_ptr<ServerState> state,
+                   std::uint64_t number);
+  ~ServerConnection();
+  ServerConnection(const ServerConnection&) = delete;
+  ServerConnection& operator=(const ServerConnection&) = delete;
 
   void start();
   // Closes the connection (any thread).
@@ -75,7 +75,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void ex_watch(std::uint64_t serial, std::function<void()> on_gone);
   void ex_reply(std::uint64_t serial, Response response);
   void ex_open(std::uint64_t serial, Response head);
-  void ex_kick(std::uint64_t serial);
+  void ex_write_pushes(std::uint64_t serial);
   void ex_overflow(std::uint64_t serial, std::size_t queued);
   void ex_end(std::uint64_t serial);
   void ex_abort(std::uint64_t serial);
@@ -92,6 +92,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::optional<Response> precheck(const Request& req);
   void on_request();
   void handle_mcp(Request& req);
+  // A request or notification of MCP 2026-07-28 (no session): to the backend's gateway.
+  void handle_modern(Request& req, const std::string& server, jsonrpc::Message message);
   std::shared_ptr<Exchange> new_exchange();
 
   void write_response(Response res, bool close_after);

@@ -89,7 +89,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
       refuse(std::move(socket));
     } else {
       ++state_->connections_total;
-      auto c = std::make_shared<Connection>(std::move(socket), state_, number);
+      auto c = std::make_shared<ServerConnection>(std::move(socket), state_, number);
       state_->add_connection(number, c);
       c->start();
     }
@@ -119,7 +119,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
   net::steady_timer retry_timer_;
 };
 
-Server::Server(net::io_context& ioc, config::HttpConfig http, std::string default_server,
+Server::Server(net::io_context& ioc, ServerOptions http, std::string default_server,
                Backend& backend)
     : state_(std::make_shared<ServerState>(ioc, std::move(http), std::move(default_server),
                                            backend)) {}

@@ -1,5 +1,5 @@
 // The Streamable HTTP server (HTTP ingress): a Beast listener on http.listen whose connections
-// serve the MCP endpoint, discovery, health and metrics routes, with one MCP Session per
+// serve the MCP endpoint, discovery, health and metrics routes, with one MCP ServerSession per
 // initialize handed to the Backend. Routes and rules: http/server_rules.hpp.
 //
 // Thread-safe: start(), stop() and the queries may be called from any thread. The io_context
@@ -15,8 +15,8 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "bridge/expected.hpp"
-#include "config/config.hpp"
 #include "http/server_backend.hpp"
+#include "http/server_options.hpp"
 
 namespace mcpmqtt::http {
 
@@ -26,7 +26,7 @@ class Listener;
 class Server {
  public:
   // `default_server` is ingress.default_server, the server-name behind /mcp (may be empty).
-  Server(boost::asio::io_context& ioc, config::HttpConfig http, std::string default_server,
+  Server(boost::asio::io_context& ioc, ServerOptions http, std::string default_server,
          Backend& backend);
   ~Server();
   Server(const Server&) = delete;

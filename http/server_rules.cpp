@@ -8,7 +8,7 @@
 #include <openssl/rand.h>
 #include <sys/random.h>
 
-#include "mqtt/topics.hpp"
+#include "bridge/protocol/topics.hpp"
 
 namespace mcpmqtt::http {
 
@@ -269,6 +269,23 @@ BearerTokens::Result BearerTokens::check(std::string_view authorization) const {
   for (const auto& known : digests_)
     matched |= CRYPTO_memcmp(known.data(), d.data(), d.size()) == 0 ? 1 : 0;
   return matched ? Result::ok : Result::invalid;
+}
+
+std::string principal_of(std::string_view authorization, bool tokens_enabled) {
+  if (!tokens_enabled) return "anonymous";
+  authorization = trim(authorization);
+  constexpr std::string_view scheme = "bearer ";
+  if (authorization.size() > scheme.size() &&
+      iequals(authorization.substr(0, scheme.size()), scheme))
+    authorization = trim(authorization.substr(scheme.size()));
+  const auto d = sha256(authorization);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "token:";
+  for (unsigned char c : d) {
+    out.push_back(kHex[c >> 4]);
+    out.push_back(kHex[c & 0xf]);
+  }
+  return out;
 }
 
 // ---- sessions and versions ---------------------------------------------------------------------

@@ -82,6 +82,11 @@ class BearerTokens {
   std::vector<std::array<unsigned char, 32>> digests_;
 };
 
+// Who sent a request, for the modern gateway's pool and its requestState binding: "token:" and
+// the SHA-256 digest (hex) of the bearer token when tokens are configured (the check passed
+// already), else "anonymous". The token itself is never kept or logged.
+std::string principal_of(std::string_view authorization, bool tokens_enabled);
+
 // ---- sessions and versions ---------------------------------------------------------------------
 
 // 128 bits from OpenSSL's CSPRNG (getrandom as a fallback) as 32 lowercase hex characters

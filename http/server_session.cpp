@@ -42,7 +42,8 @@ bool upstream_unavailable(CloseReason::Kind k) {
 
 }  // namespace
 
-Session::Session(std::shared_ptr<ServerState> state, std::string id, std::string server_name)
+ServerSession::ServerSession(std::shared_ptr<ServerState> state, std::string id,
+                             std::string server_name)
     : state_(std::move(state)),
       strand_(net::make_strand(state_->ioc)),
       idle_timer_(strand_),
@@ -55,42 +56,42 @@ Session::Session(std::shared_ptr<ServerState> state, std::string id, std::string
 
 // ---- entry points (any strand) -----------------------------------------------------------------
 
-void Session::begin(std::shared_ptr<Exchange> exchange, Message initialize) {
+void ServerSession::begin(std::shared_ptr<Exchange> exchange, Message initialize) {
   net::post(strand_, [self = shared_from_this(), exchange = std::move(exchange),
                       initialize = std::move(initialize)]() mutable {
     self->do_begin(std::move(exchange), std::move(initialize));
   });
 }
 
-void Session::handle_post(std::shared_ptr<Exchange> exchange, jsonrpc::Body body,
-                          std::string protocol_version) {
+void ServerSession::handle_post(std::shared_ptr<Exchange> exchange, jsonrpc::Body body,
+                                std::string protocol_version) {
   net::post(strand_, [self = shared_from_this(), exchange = std::move(exchange),
                       body = std::move(body), v = std::move(protocol_version)]() mutable {
     self->do_post(std::move(exchange), std::move(body), std::move(v));
   });
 }
 
-void Session::handle_get(std::shared_ptr<Exchange> exchange, std::string last_event_id,
-                         std::string protocol_version) {
+void ServerSession::handle_get(std::shared_ptr<Exchange> exchange, std::string last_event_id,
+                               std::string protocol_version) {
   net::post(strand_, [self = shared_from_this(), exchange = std::move(exchange),
                       last = std::move(last_event_id), v = std::move(protocol_version)]() mutable {
     self->do_get(std::move(exchange), std::move(last), std::move(v));
   });
 }
 
-void Session::handle_delete(std::shared_ptr<Exchange> exchange) {
+void ServerSession::handle_delete(std::shared_ptr<Exchange> exchange) {
   net::post(strand_, [self = shared_from_this(), exchange = std::move(exchange)]() mutable {
     self->do_delete(std::move(exchange));
   });
 }
 
-void Session::shutdown(std::string why) {
+void ServerSession::shutdown(std::string why) {
   net::post(strand_, [self = shared_from_this(), why = std::move(why)] {
     self->terminate(CloseReason{CloseReason::Kind::shutdown, why}, true);
   });
 }
 
-void Session::start(Receiver receiver) {
+void ServerSession::start(Receiver receiver) {
   if (!strand_.running_in_this_thread()) {
     net::post(strand_, [self = shared_from_this(), r = std::move(receiver)]() mutable {
       self->start(std::move(r));
@@ -106,7 +107,7 @@ void Session::start(Receiver receiver) {
   }
 }
 
-void Session::send(Message message) {
+void ServerSession::send(Message message) {
   if (!strand_.running_in_this_thread()) {
     net::post(strand_, [self = shared_from_this(), m = std::move(message)]() mutable {
       self->do_send(std::move(m));
@@ -116,7 +117,7 @@ void Session::send(Message message) {
   do_send(std::move(message));
 }
 
-void Session::close(const CloseReason& why) {
+void ServerSession::close(const CloseReason& why) {
   if (!strand_.running_in_this_thread()) {
     net::post(strand_, [self = shared_from_this(), why] { self->do_close(why); });
     return;
@@ -126,7 +127,7 @@ void Session::close(const CloseReason& why) {
 
 // ---- initialize --------------------------------------------------------------------------------
 
-void Session::do_begin(std::shared_ptr<Exchange> exchange, Message initialize) {
+void ServerSession::do_begin(std::shared_ptr<Exchange> exchange, Message initialize) {
   touch();
   if (state_->stopping) {
     phase_ = Phase::closed;
@@ -159,7 +160,8 @@ void Session::do_begin(std::shared_ptr<Exchange> exchange, Message initialize) {
   state_->backend.attach(server_name_, shared_from_this(), strand_);
 }
 
-void Session::on_initialize_response(const Message& response, const StreamRouter::Routed& routed) {
+void ServerSession::on_initialize_response(const Message& response,
+                                           const StreamRouter::Routed& routed) {
   if (response.kind() != jsonrpc::Kind::result) {
     init_error_ = response;
     // The owner usually closes right after sending the error; look again once it had the chance.
@@ -207,12 +209,12 @@ void Session::on_initialize_response(const Message& response, const StreamRouter
   exchange->end();
 }
 
-void Session::check_initialize_failure() {
+void ServerSession::check_initialize_failure() {
   if (phase_ != Phase::initializing) return;
   finish_initialize_failure();
 }
 
-void Session::finish_initialize_failure() {
+void ServerSession::finish_initialize_failure() {
   const bool unavailable = owner_close_ && upstream_unavailable(owner_close_->kind);
   std::string message;
   std::string body;
@@ -247,8 +249,8 @@ void Session::finish_initialize_failure() {
 
 // ---- requests ----------------------------------------------------------------------------------
 
-void Session::do_post(std::shared_ptr<Exchange> exchange, jsonrpc::Body body,
-                      std::string protocol_version) {
+void ServerSession::do_post(std::shared_ptr<Exchange> exchange, jsonrpc::Body body,
+                            std::string protocol_version) {
   touch();
   if (phase_ != Phase::established) {
     reply_error(exchange, 404, jsonrpc::code::request_timeout,
@@ -310,8 +312,8 @@ void Session::do_post(std::shared_ptr<Exchange> exchange, jsonrpc::Body body,
   if (!has_requests) exchange->reply(head(202));
 }
 
-void Session::do_get(std::shared_ptr<Exchange> exchange, std::string last_event_id,
-                     std::string protocol_version) {
+void ServerSession::do_get(std::shared_ptr<Exchange> exchange, std::string last_event_id,
+                           std::string protocol_version) {
   touch();
   if (phase_ != Phase::established) {
     reply_error(exchange, 404, jsonrpc::code::request_timeout,
@@ -369,7 +371,7 @@ void Session::do_get(std::shared_ptr<Exchange> exchange, std::string last_event_
                : std::string());
 }
 
-void Session::do_delete(std::shared_ptr<Exchange> exchange) {
+void ServerSession::do_delete(std::shared_ptr<Exchange> exchange) {
   touch();
   if (phase_ != Phase::established) {
     reply_error(exchange, 404, jsonrpc::code::request_timeout,
@@ -382,7 +384,7 @@ void Session::do_delete(std::shared_ptr<Exchange> exchange) {
 
 // ---- messages from the backend -----------------------------------------------------------------
 
-void Session::do_send(Message message) {
+void ServerSession::do_send(Message message) {
   if (phase_ == Phase::closed) return;
   auto routed = router_.route(message);
   if (phase_ == Phase::initializing && message.is_response() && message.id() == init_id_) {
@@ -392,7 +394,7 @@ void Session::do_send(Message message) {
   deliver(routed, message);
 }
 
-void Session::do_close(CloseReason why) {
+void ServerSession::do_close(CloseReason why) {
   if (phase_ == Phase::closed) return;
   if (phase_ == Phase::initializing) {
     owner_close_ = std::move(why);
@@ -402,7 +404,7 @@ void Session::do_close(CloseReason why) {
   terminate(why, false);
 }
 
-void Session::deliver(const StreamRouter::Routed& routed, const Message& message) {
+void ServerSession::deliver(const StreamRouter::Routed& routed, const Message& message) {
   log_evicted(routed.evicted);
   using To = StreamRouter::Routed::To;
   switch (routed.to) {
@@ -442,7 +444,7 @@ void Session::deliver(const StreamRouter::Routed& routed, const Message& message
   }
 }
 
-void Session::refuse_request(const Message& request, const std::string& why) {
+void ServerSession::refuse_request(const Message& request, const std::string& why) {
   warn_dropped(describe_message(request) + " not delivered: " + why +
                "; answered it with an error so the server does not wait");
   auto error = Message::error(request.id(), jsonrpc::code::connection_closed,
@@ -451,7 +453,7 @@ void Session::refuse_request(const Message& request, const std::string& why) {
   net::post(strand_, [self = shared_from_this(), error] { self->to_receiver(error); });
 }
 
-void Session::log_evicted(const std::vector<Message>& evicted) {
+void ServerSession::log_evicted(const std::vector<Message>& evicted) {
   for (const auto& m : evicted) {
     warn_dropped(
         describe_message(m) + " dropped to stay within http.limits (session_backlog_messages " +
@@ -460,7 +462,7 @@ void Session::log_evicted(const std::vector<Message>& evicted) {
   }
 }
 
-void Session::warn_dropped(const std::string& what) {
+void ServerSession::warn_dropped(const std::string& what) {
   ++state_->messages_dropped;
   // One line per second at most: an overloaded session must not flood the journal.
   const auto now = std::chrono::steady_clock::now();
@@ -478,7 +480,7 @@ void Session::warn_dropped(const std::string& what) {
   }
 }
 
-void Session::to_receiver(const Message& message) {
+void ServerSession::to_receiver(const Message& message) {
   if (phase_ == Phase::closed) return;
   if (!receiver_) {
     if (inbox_.size() >= kInboxLimit) {
@@ -496,15 +498,15 @@ void Session::to_receiver(const Message& message) {
 
 // ---- streams -----------------------------------------------------------------------------------
 
-void Session::attach(StreamId stream, std::shared_ptr<Exchange> exchange) {
+void ServerSession::attach(StreamId stream, std::shared_ptr<Exchange> exchange) {
   exchange->watch([w = weak_from_this(), we = std::weak_ptr<Exchange>(exchange)] {
     if (auto self = w.lock()) net::post(self->strand_, [self, we] { self->on_exchange_gone(we); });
   });
   exchanges_[stream] = std::move(exchange);
 }
 
-void Session::open_sse(StreamId stream, const std::shared_ptr<Exchange>& exchange,
-                       std::string first) {
+void ServerSession::open_sse(StreamId stream, const std::shared_ptr<Exchange>& exchange,
+                             std::string first) {
   Response res = head(200);
   res.set(bhttp::field::content_type, "text/event-stream");
   res.set(bhttp::field::cache_control, "no-cache, no-transform");
@@ -517,12 +519,12 @@ void Session::open_sse(StreamId stream, const std::shared_ptr<Exchange>& exchang
   if (!bytes.empty()) exchange->push(std::move(bytes));
 }
 
-void Session::write_event(StreamId stream, const StreamRouter::Event& event, bool last) {
+void ServerSession::write_event(StreamId stream, const StreamRouter::Event& event, bool last) {
   auto it = exchanges_.find(stream);
   if (it != exchanges_.end()) it->second->push_event(event.id, event.message.text(), last);
 }
 
-void Session::end_stream(StreamId stream) {
+void ServerSession::end_stream(StreamId stream) {
   listen_streams_.erase(stream);
   auto it = exchanges_.find(stream);
   if (it == exchanges_.end()) return;
@@ -531,7 +533,7 @@ void Session::end_stream(StreamId stream) {
   touch();
 }
 
-void Session::reply_json(StreamId stream, const std::vector<Message>& body, bool batch) {
+void ServerSession::reply_json(StreamId stream, const std::vector<Message>& body, bool batch) {
   auto it = exchanges_.find(stream);
   if (it == exchanges_.end()) return;
   Response res = head(200);
@@ -543,7 +545,7 @@ void Session::reply_json(StreamId stream, const std::vector<Message>& body, bool
   touch();
 }
 
-void Session::on_exchange_gone(const std::weak_ptr<Exchange>& gone) {
+void ServerSession::on_exchange_gone(const std::weak_ptr<Exchange>& gone) {
   auto exchange = gone.lock();
   if (!exchange) return;
   touch();
@@ -571,7 +573,7 @@ void Session::on_exchange_gone(const std::weak_ptr<Exchange>& gone) {
 // 000 §Cancellation: closing the SSE stream of a subscriptions/listen cancels it. The stream
 // ends with an error response (kept for a client that resumes it, and telling it why), and the
 // bridge is told with notifications/cancelled so it releases what the listen held upstream.
-void Session::end_listens(StreamId stream, const std::vector<jsonrpc::Id>& listens) {
+void ServerSession::end_listens(StreamId stream, const std::vector<jsonrpc::Id>& listens) {
   for (const auto& rid : listens) {
     if (!router_.pending(rid)) continue;
     auto error = Message::error(
@@ -592,7 +594,7 @@ void Session::end_listens(StreamId stream, const std::vector<jsonrpc::Id>& liste
 
 // ---- the end -----------------------------------------------------------------------------------
 
-void Session::terminate(const CloseReason& why, bool tell_receiver) {
+void ServerSession::terminate(const CloseReason& why, bool tell_receiver) {
   if (phase_ == Phase::closed) return;
   phase_ = Phase::closed;
   state_->sessions.erase(id_);
@@ -626,14 +628,14 @@ void Session::terminate(const CloseReason& why, bool tell_receiver) {
   if (tell_receiver && receiver && receiver->on_close) receiver->on_close(why);
 }
 
-void Session::arm_idle_timer(std::chrono::steady_clock::duration after) {
+void ServerSession::arm_idle_timer(std::chrono::steady_clock::duration after) {
   idle_timer_.expires_after(after);
   idle_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
     if (!ec) self->on_idle_timer();
   });
 }
 
-void Session::on_idle_timer() {
+void ServerSession::on_idle_timer() {
   if (phase_ == Phase::closed) return;
   const auto limit = std::chrono::seconds(state_->http.limits.session_idle_timeout_s);
   if (!exchanges_.empty() || init_exchange_) {
@@ -654,20 +656,20 @@ void Session::on_idle_timer() {
 
 // ---- helpers -----------------------------------------------------------------------------------
 
-Response Session::head(unsigned status) const {
+Response ServerSession::head(unsigned status) const {
   Response res{static_cast<bhttp::status>(status), 11};
   return res;
 }
 
-void Session::reply_error(const std::shared_ptr<Exchange>& exchange, unsigned status, int code,
-                          const std::string& message) {
+void ServerSession::reply_error(const std::shared_ptr<Exchange>& exchange, unsigned status,
+                                int code, const std::string& message) {
   Response res = head(status);
   res.set(bhttp::field::content_type, "application/json");
   res.body() = error_body(code, message);
   exchange->reply(std::move(res));
 }
 
-std::string Session::version_for(const std::string& header) const {
+std::string ServerSession::version_for(const std::string& header) const {
   return header.empty() ? negotiated_version_ : header;
 }
 

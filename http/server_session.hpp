@@ -31,9 +31,9 @@
 
 namespace mcpmqtt::http {
 
-class Session : public bridge::Channel, public std::enable_shared_from_this<Session> {
+class ServerSession : public bridge::Channel, public std::enable_shared_from_this<ServerSession> {
  public:
-  Session(std::shared_ptr<ServerState> state, std::string id, std::string server_name);
+  ServerSession(std::shared_ptr<ServerState> state, std::string id, std::string server_name);
 
   const std::string& id() const { return id_; }
   const std::string& server_name() const { return server_name_; }

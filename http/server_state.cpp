@@ -4,7 +4,7 @@
 
 namespace mcpmqtt::http {
 
-bool SessionRegistry::insert(const std::string& id, std::shared_ptr<Session> session,
+bool SessionRegistry::insert(const std::string& id, std::shared_ptr<ServerSession> session,
                              std::size_t max) {
   std::lock_guard lock(mu_);
   if (map_.size() >= max) return false;
@@ -16,7 +16,7 @@ void SessionRegistry::publish(const std::string& id) {
   if (auto it = map_.find(id); it != map_.end()) it->second.visible = true;
 }
 
-std::shared_ptr<Session> SessionRegistry::find(const std::string& id) const {
+std::shared_ptr<ServerSession> SessionRegistry::find(const std::string& id) const {
   std::lock_guard lock(mu_);
   auto it = map_.find(id);
   if (it == map_.end() || !it->second.visible) return nullptr;
@@ -33,16 +33,16 @@ std::size_t SessionRegistry::size() const {
   return map_.size();
 }
 
-std::vector<std::shared_ptr<Session>> SessionRegistry::all() const {
+std::vector<std::shared_ptr<ServerSession>> SessionRegistry::all() const {
   std::lock_guard lock(mu_);
-  std::vector<std::shared_ptr<Session>> out;
+  std::vector<std::shared_ptr<ServerSession>> out;
   out.reserve(map_.size());
   for (const auto& [id, e] : map_)
     out.push_back(e.session);
   return out;
 }
 
-ServerState::ServerState(boost::asio::io_context& ioc_in, config::HttpConfig http_in,
+ServerState::ServerState(boost::asio::io_context& ioc_in, ServerOptions http_in,
                          std::string default_server_in, Backend& backend_in)
     : ioc(ioc_in),
       http(std::move(http_in)),
@@ -52,7 +52,7 @@ ServerState::ServerState(boost::asio::io_context& ioc_in, config::HttpConfig htt
       limits{http.limits.max_body_bytes, jsonrpc::Limits{}.max_depth},
       log(log::get("http")) {}
 
-void ServerState::add_connection(std::uint64_t id, std::weak_ptr<Connection> c) {
+void ServerState::add_connection(std::uint64_t id, std::weak_ptr<ServerConnection> c) {
   std::lock_guard lock(conn_mu_);
   connections_.emplace(id, std::move(c));
 }
@@ -62,9 +62,9 @@ void ServerState::remove_connection(std::uint64_t id) {
   connections_.erase(id);
 }
 
-std::vector<std::shared_ptr<Connection>> ServerState::connections() const {
+std::vector<std::shared_ptr<ServerConnection>> ServerState::connections() const {
   std::lock_guard lock(conn_mu_);
-  std::vector<std::shared_ptr<Connection>> out;
+  std::vector<std::shared_ptr<ServerConnection>> out;
   for (const auto& [id, w] : connections_)
     if (auto c = w.lock()) out.push_back(std::move(c));
   return out;

@@ -17,30 +17,30 @@
 #include <spdlog/logger.h>
 
 #include "bridge/jsonrpc.hpp"
-#include "config/config.hpp"
 #include "http/server_backend.hpp"
+#include "http/server_options.hpp"
 #include "http/server_rules.hpp"
 
 namespace mcpmqtt::http {
 
-class Session;
-class Connection;
+class ServerSession;
+class ServerConnection;
 
 // MCP sessions by id. A session is counted (for max_sessions) from its initialize POST, and
 // visible to requests only once initialize succeeded.
 class SessionRegistry {
  public:
   // False when `max` sessions are held already.
-  bool insert(const std::string& id, std::shared_ptr<Session> session, std::size_t max);
+  bool insert(const std::string& id, std::shared_ptr<ServerSession> session, std::size_t max);
   void publish(const std::string& id);
-  std::shared_ptr<Session> find(const std::string& id) const;  // visible sessions only
+  std::shared_ptr<ServerSession> find(const std::string& id) const;  // visible sessions only
   void erase(const std::string& id);
   std::size_t size() const;
-  std::vector<std::shared_ptr<Session>> all() const;
+  std::vector<std::shared_ptr<ServerSession>> all() const;
 
  private:
   struct Entry {
-    std::shared_ptr<Session> session;
+    std::shared_ptr<ServerSession> session;
     bool visible = false;
   };
   mutable std::mutex mu_;
@@ -48,11 +48,11 @@ class SessionRegistry {
 };
 
 struct ServerState {
-  ServerState(boost::asio::io_context& ioc, config::HttpConfig http, std::string default_server,
+  ServerState(boost::asio::io_context& ioc, ServerOptions http, std::string default_server,
               Backend& backend);
 
   boost::asio::io_context& ioc;
-  const config::HttpConfig http;
+  const ServerOptions http;
   const std::string default_server;
   Backend& backend;
   const BearerTokens tokens;
@@ -62,9 +62,9 @@ struct ServerState {
   std::atomic<bool> stopping{false};
 
   // Open connections, for stop().
-  void add_connection(std::uint64_t id, std::weak_ptr<Connection> c);
+  void add_connection(std::uint64_t id, std::weak_ptr<ServerConnection> c);
   void remove_connection(std::uint64_t id);
-  std::vector<std::shared_ptr<Connection>> connections() const;
+  std::vector<std::shared_ptr<ServerConnection>> connections() const;
   std::size_t connection_count() const;
   std::atomic<std::uint64_t> next_connection{1};
 
@@ -79,7 +79,7 @@ struct ServerState {
 
  private:
   mutable std::mutex conn_mu_;
-  std::unordered_map<std::uint64_t, std::weak_ptr<Connection>> connections_;
+  std::unordered_map<std::uint64_t, std::weak_ptr<ServerConnection>> connections_;
   std::array<std::atomic<std::uint64_t>, 600> status_counts_{};
 };
 

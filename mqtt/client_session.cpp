@@ -6,7 +6,7 @@
 #include <openssl/rand.h>
 
 #include "bridge/log.hpp"
-#include "mqtt/topics.hpp"
+#include "bridge/protocol/topics.hpp"
 
 namespace mcpmqtt::mqtt {
 
@@ -64,7 +64,7 @@ void ClientSession::start(Receiver receiver) {
   o.will = Will{topics::client_presence(options_.client_id), kDisconnected, false};
   o.reconnect = false;
   std::weak_ptr<ClientSession> weak = weak_from_this();
-  Connection::Handlers h;
+  BrokerConnection::Handlers h;
   h.on_message = [weak](const Incoming& in) {
     if (auto self = weak.lock()) self->on_message(in);
   };
@@ -77,14 +77,14 @@ void ClientSession::start(Receiver receiver) {
   h.on_connect_failed = [weak](const std::string& why, bool) {
     if (auto self = weak.lock()) self->fail({bridge::CloseReason::Kind::peer_gone, why});
   };
-  conn_ = Connection::create(strand_, std::move(o), std::move(h));
+  conn_ = BrokerConnection::create(strand_, std::move(o), std::move(h));
   // 004 §Initialization, §Capability List Changed: these are in place before initialize goes
   // out. The presence subscription tells us when this server instance goes away.
   auto done = [weak](bool ok, const std::string& why) {
     if (auto self = weak.lock()) self->on_subscribed(ok, why);
   };
   // They go out when the connection comes up, in two SUBSCRIBE packets (see
-  // Connection::subscribe).
+  // BrokerConnection::subscribe).
   conn_->subscribe({{rpc_topic_, /*no_local=*/true},
                     {topics::server_capability(options_.server_id, options_.server_name), false},
                     {topics::server_presence(options_.server_id, options_.server_name), false}},

@@ -26,14 +26,14 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include "bridge/channel.hpp"
-#include "mqtt/connection.hpp"
+#include "mqtt/broker_connection.hpp"
 
 namespace mcpmqtt::mqtt {
 
 class ClientSession : public bridge::Channel, public std::enable_shared_from_this<ClientSession> {
  public:
   struct Options {
-    config::MqttConfig broker;
+    BrokerOptions broker;
     std::string client_id;  // fresh for this session
     std::string server_id;
     std::string server_name;
@@ -73,7 +73,7 @@ class ClientSession : public bridge::Channel, public std::enable_shared_from_thi
   std::string prefix_;
   std::string rpc_topic_;
   std::string control_topic_;
-  std::shared_ptr<Connection> conn_;
+  std::shared_ptr<BrokerConnection> conn_;
   Receiver receiver_;
   State state_ = State::idle;
   std::deque<jsonrpc::Message> queued_;

@@ -1,7 +1,7 @@
 #include "mqtt/directory_observer.hpp"
 
 #include "bridge/log.hpp"
-#include "mqtt/topics.hpp"
+#include "bridge/protocol/topics.hpp"
 
 namespace mcpmqtt::mqtt {
 
@@ -31,7 +31,7 @@ void DirectoryObserver::start() {
   o.meta_json = options_.connect_meta_json;
   o.reconnect = true;
   std::weak_ptr<DirectoryObserver> weak = weak_from_this();
-  Connection::Handlers h;
+  BrokerConnection::Handlers h;
   h.on_message = [weak](const Incoming& in) {
     if (auto self = weak.lock()) self->on_message(in);
   };
@@ -47,7 +47,7 @@ void DirectoryObserver::start() {
   h.on_connect_failed = [](const std::string& why, bool retrying) {
     logger()->warn("[directory] {}{}", why, retrying ? "" : "; giving up");
   };
-  conn_ = Connection::create(strand_, std::move(o), std::move(h));
+  conn_ = BrokerConnection::create(strand_, std::move(o), std::move(h));
   directory_->set_filters(options_.filters);
   use_filters(options_.filters);
   conn_->connect();
@@ -105,7 +105,16 @@ void DirectoryObserver::on_message(const Incoming& in) {
     case bridge::Directory::Change::updated:
       break;
     case bridge::Directory::Change::ignored:
-      if (!in.payload->empty()) logger()->warn("[directory] {}: {}", in.topic, why);
+      // Anyone allowed to publish presence can repeat a bad one: a line a second at most.
+      if (std::size_t held_back = 0; !in.payload->empty() && ignored_log_.allow(held_back)) {
+        if (held_back)
+          logger()->warn(
+              "[directory] {}: {} ({} more presence messages ignored in the last "
+              "second)",
+              in.topic, why, held_back);
+        else
+          logger()->warn("[directory] {}: {}", in.topic, why);
+      }
       break;
   }
   if (!why.empty() && change != bridge::Directory::Change::ignored) {

@@ -15,14 +15,15 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include "bridge/directory.hpp"
-#include "mqtt/connection.hpp"
+#include "bridge/log.hpp"
+#include "mqtt/broker_connection.hpp"
 
 namespace mcpmqtt::mqtt {
 
 class DirectoryObserver : public std::enable_shared_from_this<DirectoryObserver> {
  public:
   struct Options {
-    config::MqttConfig broker;
+    BrokerOptions broker;
     std::string client_id;
     std::vector<std::string> filters = {"#"};
     std::string connect_meta_json = "{}";
@@ -47,8 +48,9 @@ class DirectoryObserver : public std::enable_shared_from_this<DirectoryObserver>
   boost::asio::any_io_executor strand_;
   Options options_;
   std::shared_ptr<bridge::Directory> directory_;
-  std::shared_ptr<Connection> conn_;
+  std::shared_ptr<BrokerConnection> conn_;
   std::vector<std::string> subscribed_;
+  log::Throttle ignored_log_;
 };
 
 }  // namespace mcpmqtt::mqtt

@@ -1,6 +1,6 @@
-// The MQTT v5 client engine below mqtt::Connection: one broker connection's packets, without
-// policy. Connection (the front the rest of the bridge calls) decides when to connect, what to
-// restore after a reconnect, how many publications may be in flight and which MCP user
+// The MQTT v5 client engine below mqtt::BrokerConnection: one broker connection's packets, without
+// policy. BrokerConnection (the front the rest of the bridge calls) decides when to connect, what
+// to restore after a reconnect, how many publications may be in flight and which MCP user
 // properties each one carries; an engine only does what it is asked, on the broker connection
 // it holds now.
 //
@@ -170,8 +170,6 @@ class Engine {
   virtual void disconnect(std::chrono::milliseconds timeout, std::function<void()> done) = 0;
   virtual bool connected() const = 0;
 };
-
-enum class EngineKind { native, paho };
 
 std::unique_ptr<Engine> make_native_engine(boost::asio::any_io_executor strand,
                                            Engine::Events events);

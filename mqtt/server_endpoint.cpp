@@ -4,7 +4,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "bridge/log.hpp"
-#include "mqtt/topics.hpp"
+#include "bridge/protocol/topics.hpp"
 
 namespace mcpmqtt::mqtt {
 
@@ -38,12 +38,13 @@ bool is_capability_notification(const jsonrpc::Message& m) {
 
 ClientLink::ClientLink(boost::asio::any_io_executor strand,
                        std::shared_ptr<ServerEndpoint> endpoint, std::string client_id,
-                       std::string prefix, std::size_t max_held)
+                       std::string prefix, std::size_t max_held, std::size_t max_held_bytes)
     : strand_(std::move(strand)),
       endpoint_(std::move(endpoint)),
       client_id_(std::move(client_id)),
       prefix_(std::move(prefix)),
-      max_held_(max_held) {}
+      max_held_(max_held),
+      max_held_bytes_(max_held_bytes) {}
 
 void ClientLink::start(Receiver receiver) {
   receiver_ = std::move(receiver);
@@ -51,6 +52,7 @@ void ClientLink::start(Receiver receiver) {
   while (!held_.empty() && !closed_) {
     auto m = std::move(held_.front());
     held_.pop_front();
+    held_bytes_ -= m.size();
     if (receiver_.on_message) receiver_.on_message(std::move(m));
   }
   if (held_close_ && !closed_) {
@@ -62,12 +64,14 @@ void ClientLink::start(Receiver receiver) {
 void ClientLink::deliver(jsonrpc::Message message) {
   if (closed_) return;
   if (!started_) {
-    if (held_.size() >= max_held_) {
+    if (held_.size() >= max_held_ || held_bytes_ + message.size() > max_held_bytes_) {
       peer_closed(
           {bridge::CloseReason::Kind::error, "more than " + std::to_string(max_held_) +
-                                                 " messages arrived before the session started"});
+                                                 " messages or " + std::to_string(max_held_bytes_) +
+                                                 " bytes arrived before the session started"});
       return;
     }
+    held_bytes_ += message.size();
     held_.push_back(std::move(message));
     return;
   }
@@ -97,6 +101,7 @@ void ClientLink::close(const bridge::CloseReason& why) {
   closed_ = true;
   receiver_ = {};
   held_.clear();
+  held_bytes_ = 0;
   logger()->debug("{} session ended: {}", prefix_, why.detail);
   boost::asio::post(endpoint_->strand_, [ep = endpoint_, cid = client_id_] {
     ep->end_client(cid, /*send_disconnected=*/true, std::nullopt);
@@ -137,7 +142,7 @@ void ServerEndpoint::open_connection() {
   o.will = Will{topics::server_presence(options_.server_id, options_.server_name), "", true};
   o.reconnect = true;
   std::weak_ptr<ServerEndpoint> weak = weak_from_this();
-  Connection::Handlers h;
+  BrokerConnection::Handlers h;
   h.on_message = [weak](const Incoming& in) {
     if (auto self = weak.lock()) self->on_message(in);
   };
@@ -154,7 +159,7 @@ void ServerEndpoint::open_connection() {
       logger()->warn("{} {}{}", self->describe(), why, retrying ? "" : "; giving up");
     }
   };
-  conn_ = Connection::create(strand_, std::move(o), std::move(h));
+  conn_ = BrokerConnection::create(strand_, std::move(o), std::move(h));
   conn_->subscribe(topics::server_control(options_.server_id, options_.server_name), false);
   conn_->connect();
 }
@@ -292,19 +297,23 @@ void ServerEndpoint::on_subscribed(const std::string& cid, bool ok, const std::s
     return;
   }
   const std::string prefix = "[server " + options_.server_name + " client " + cid + "]";
-  auto link = std::shared_ptr<ClientLink>(
-      new ClientLink(session_strands_(), shared_from_this(), cid, prefix, 10000));
+  auto link = std::shared_ptr<ClientLink>(new ClientLink(session_strands_(), shared_from_this(),
+                                                         cid, prefix, options_.max_held_messages,
+                                                         options_.max_held_bytes));
   c.link = link;
   logger()->info("{} new session", prefix);
-  for (auto& m : c.early) {
-    boost::asio::post(link->executor(), [link, m = std::move(m)] { link->deliver(m); });
-  }
-  c.early.clear();
   // The initialize is the link's first message, held until the owner starts the link; the
-  // owner also gets a copy to decide whether (and how) to serve the session.
-  boost::asio::post(link->executor(), [self = shared_from_this(), link, m = std::move(initialize)] {
+  // owner also gets a copy to decide whether (and how) to serve the session. What arrived while
+  // subscribing follows it, in order.
+  auto early = std::move(c.early);
+  c.early.clear();
+  c.early_bytes = 0;
+  boost::asio::post(link->executor(), [self = shared_from_this(), link, m = std::move(initialize),
+                                       early = std::move(early)] {
     link->deliver(m);
     if (self->handlers_.on_initialize) self->handlers_.on_initialize(link, m);
+    for (const auto& e : early)
+      link->deliver(e);
   });
 }
 
@@ -326,12 +335,31 @@ void ServerEndpoint::on_rpc(const std::string& cid, const Incoming& in) {
                                      "the client sent notifications/disconnected"});
       return;
     }
-    if (auto link = it->second.link.lock()) {
+    auto& c = it->second;
+    if (auto link = c.link.lock()) {
       boost::asio::post(link->executor(), [link, m = std::move(m)] { link->deliver(m); });
-    } else if (it->second.early.size() < 1000) {
-      it->second.early.push_back(std::move(m));
+    } else if (c.early.size() < options_.max_early_messages &&
+               c.early_bytes + m.size() <= options_.max_early_bytes) {
+      c.early_bytes += m.size();
+      c.early.push_back(std::move(m));
+    } else {
+      refuse_early(cid, m);
     }
   }
+}
+
+void ServerEndpoint::refuse_early(const std::string& cid, const jsonrpc::Message& m) {
+  const std::string why = "more than " + std::to_string(options_.max_early_messages) +
+                          " messages or " + std::to_string(options_.max_early_bytes) +
+                          " bytes arrived before the initialize response; send requests after "
+                          "it (004 §Initialization)";
+  auto it = clients_.find(cid);
+  if (it != clients_.end() && it->second.early_refused++ == 0)
+    logger()->warn(
+        "[server {} client {}] refusing what the client sends until its session is "
+        "set up: {}",
+        options_.server_name, cid, why);
+  if (m.is_request()) reply_error(cid, m.id(), jsonrpc::code::connection_closed, why);
 }
 
 void ServerEndpoint::on_client_presence(const std::string& cid, const Incoming& in) {

@@ -13,7 +13,7 @@
 // - a client's will, `disconnected` on its presence or RPC topic: tell the owner, unsubscribe;
 // - the owner ending a session: `disconnected` on the RPC topic, then unsubscribe;
 // - stop: `disconnected` to every client, empty retained presence, clean DISCONNECT;
-// - after a reconnect: subscriptions and presence restored (the Connection resubscribes).
+// - after a reconnect: subscriptions and presence restored (the BrokerConnection resubscribes).
 //
 // ServerEndpoint: one strand; not thread-safe. ClientLink: the strand of its session.
 #pragma once
@@ -30,7 +30,7 @@
 
 #include "bridge/channel.hpp"
 #include "bridge/jsonrpc.hpp"
-#include "mqtt/connection.hpp"
+#include "mqtt/broker_connection.hpp"
 
 namespace mcpmqtt::mqtt {
 
@@ -51,7 +51,8 @@ class ClientLink : public bridge::Channel, public std::enable_shared_from_this<C
  private:
   friend class ServerEndpoint;
   ClientLink(boost::asio::any_io_executor strand, std::shared_ptr<ServerEndpoint> endpoint,
-             std::string client_id, std::string prefix, std::size_t max_held);
+             std::string client_id, std::string prefix, std::size_t max_held,
+             std::size_t max_held_bytes);
   void deliver(jsonrpc::Message message);
   void peer_closed(const bridge::CloseReason& why);
 
@@ -60,6 +61,8 @@ class ClientLink : public bridge::Channel, public std::enable_shared_from_this<C
   std::string client_id_;
   std::string prefix_;
   std::size_t max_held_;
+  std::size_t max_held_bytes_;
+  std::size_t held_bytes_ = 0;
   Receiver receiver_;
   bool started_ = false;
   bool closed_ = false;
@@ -70,7 +73,7 @@ class ClientLink : public bridge::Channel, public std::enable_shared_from_this<C
 class ServerEndpoint : public std::enable_shared_from_this<ServerEndpoint> {
  public:
   struct Options {
-    config::MqttConfig broker;
+    BrokerOptions broker;
     std::string server_id;  // our MQTT client id; unique, stable for the life of the process
     std::string server_name;
     std::string description;
@@ -78,6 +81,14 @@ class ServerEndpoint : public std::enable_shared_from_this<ServerEndpoint> {
     std::string connect_meta_json = "{}";  // MCP-META on CONNECT
     std::size_t max_sessions = 32;
     jsonrpc::Limits limits;
+    // A client's RPC messages that arrive while its topics are being subscribed (before its
+    // initialize is answered): past either bound its requests get a JSON-RPC error at once.
+    std::size_t max_early_messages = 256;
+    std::size_t max_early_bytes = 4u << 20;
+    // Messages a session's link holds until its owner starts it: past either bound the session
+    // ends with an error (the client gets `disconnected`).
+    std::size_t max_held_messages = 10000;
+    std::size_t max_held_bytes = 32u << 20;
   };
   struct Handlers {
     // A new client's initialize; its subscriptions are in place. Runs on the link's strand. The
@@ -111,6 +122,8 @@ class ServerEndpoint : public std::enable_shared_from_this<ServerEndpoint> {
     std::weak_ptr<ClientLink> link;  // empty while subscribing
     std::optional<jsonrpc::Message> initialize;
     std::deque<jsonrpc::Message> early;  // arrived while subscribing
+    std::size_t early_bytes = 0;
+    std::size_t early_refused = 0;  // past the bounds; logged once
   };
 
   ServerEndpoint(boost::asio::any_io_executor strand, StrandFactory session_strands,
@@ -123,6 +136,9 @@ class ServerEndpoint : public std::enable_shared_from_this<ServerEndpoint> {
   void on_client_presence(const std::string& client_id, const Incoming& in);
   void on_client_capability(const std::string& client_id, const Incoming& in);
   void on_subscribed(const std::string& client_id, bool ok, const std::string& why);
+  // A message past the bounds of what is held before the initialize response: a request gets
+  // an error, anything else is dropped (the first refusal per client is logged).
+  void refuse_early(const std::string& client_id, const jsonrpc::Message& m);
   void reply_error(const std::string& client_id, const jsonrpc::Id& id, int code,
                    const std::string& message);
   void publish_presence();
@@ -135,7 +151,7 @@ class ServerEndpoint : public std::enable_shared_from_this<ServerEndpoint> {
   StrandFactory session_strands_;
   Options options_;
   Handlers handlers_;
-  std::shared_ptr<Connection> conn_;
+  std::shared_ptr<BrokerConnection> conn_;
   std::map<std::string, Client> clients_;
   bool stopping_ = false;
   bool name_adopted_ = false;

@@ -3,10 +3,12 @@
 # as optimised as the release build: -O2; GCC 12 warns falsely at -O3) and runs each, printing
 # one table per benchmark. Results and method: bench/README.md.
 #
-#   scripts/bench.sh                          both benchmarks, full size (about 12 minutes)
+#   scripts/bench.sh                          every benchmark, full size (about 14 minutes)
 #   scripts/bench.sh compare [ARGS…]          the bridge against the floor and supergateway, per
 #                                             MQTT engine and broker set-up (about 7 minutes)
 #   scripts/bench.sh fanout [ARGS…]           the fan-out to 1,000 and 10,000 listen streams
+#   scripts/bench.sh modern [ARGS…]           MCP 2026-07-28 requests against 2025 session ones
+#                                             through the same bridge (about 2 minutes)
 #
 # e.g. scripts/bench.sh compare --only 1,2 --requests 500,
 #      scripts/bench.sh compare --only 3 --engines native --brokers default (one cell),
@@ -15,13 +17,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 which=all
 case "${1:-}" in
-  compare | fanout)
+  compare | fanout | modern)
     which=$1
     shift
     ;;
   "") ;;
   *)
-    echo "usage: scripts/bench.sh [compare|fanout [ARGS…]]" >&2
+    echo "usage: scripts/bench.sh [compare|fanout|modern [ARGS…]]" >&2
     exit 2
     ;;
 esac
@@ -30,7 +32,7 @@ scripts/setup-node.sh >/dev/null  # supergateway and the Node it runs on (tests/
 cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMCPMQTT_BUILD_BENCHMARKS=ON \
   -DMCPMQTT_WERROR=ON >/dev/null
 cmake --build build-bench --parallel "${MCPMQTT_BUILD_JOBS:-2}" \
-  --target bench_fanout bench_compare bench_mqtt_echo_server mcp-mqtt-bridge mcp_test_server
+  --target bench_fanout bench_compare bench_modern bench_mqtt_echo_server mcp-mqtt-bridge mcp_test_server
 if [[ $which == all || $which == compare ]]; then
   echo "== the bridge against the floor and supergateway, per MQTT engine and broker: latency, throughput, sessions, payload (issue 9) =="
   build-bench/bench/bench_compare "$@"
@@ -38,4 +40,8 @@ fi
 if [[ $which == all || $which == fanout ]]; then
   echo "== fan-out: one resource update → N subscriptions/listen streams over HTTP (issue 7) =="
   build-bench/bench/bench_fanout "$@"
+fi
+if [[ $which == all || $which == modern ]]; then
+  echo "== MCP 2026-07-28 requests against 2025 session requests through the same bridge (issue 19) =="
+  build-bench/bench/bench_modern "$@"
 fi

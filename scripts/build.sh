@@ -3,6 +3,8 @@
 #
 #   scripts/build.sh            release build in build/
 #   scripts/build.sh asan       AddressSanitizer + UndefinedBehaviorSanitizer build in build-asan/
+#   scripts/build.sh release --target mcp-mqtt-bridge
+#                               only that target (and what it needs); other arguments go to cmake
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +14,15 @@ case "$flavour" in
   asan)    dir=build-asan; extra=(-DCMAKE_BUILD_TYPE=Debug -DMCPMQTT_SANITIZE=address,undefined) ;;
   *) echo "usage: $0 [release|asan]" >&2; exit 2 ;;
 esac
-cmake -S . -B "$dir" -G Ninja -DMCPMQTT_WERROR=ON "${extra[@]}" "${@:2}"
+configure=()
+targets=()
+shift || true
+while (( $# )); do
+  case "$1" in
+    --target) targets+=(--target "$2"); shift 2 ;;
+    *) configure+=("$1"); shift ;;
+  esac
+done
+cmake -S . -B "$dir" -G Ninja -DMCPMQTT_WERROR=ON "${extra[@]}" "${configure[@]}"
 # Two compile jobs at most: each Beast/Asio translation unit takes close to 1 GiB.
-cmake --build "$dir" --parallel "${MCPMQTT_BUILD_JOBS:-2}"
+cmake --build "$dir" --parallel "${MCPMQTT_BUILD_JOBS:-2}" "${targets[@]}"

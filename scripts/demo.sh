@@ -7,8 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/install-deps.sh --test   # --test: Node/npm to fetch the pinned example server
-scripts/build.sh release >/dev/null
+scripts/install-deps.sh --demo   # --demo: npm too, to fetch the pinned example server
+# Only the daemon: the tests are built by the test command.
+scripts/build.sh release --target mcp-mqtt-bridge >/dev/null
 node=$(scripts/setup-node.sh)
 everything="$PWD/tests/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 

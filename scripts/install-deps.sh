@@ -4,6 +4,8 @@
 #
 #   scripts/install-deps.sh            build and run dependencies
 #   scripts/install-deps.sh --test     also what the tests need (Node.js peers, linters)
+#   scripts/install-deps.sh --demo     build dependencies and npm (README command 1 fetches the
+#                                      pinned example server with it)
 #   scripts/install-deps.sh --runtime  only what the built daemon needs to run, and Node.js for
 #                                      npx-launched MCP servers (the container's runtime stage)
 #   scripts/install-deps.sh --container  what scripts/container.sh needs to build the image and
@@ -18,8 +20,9 @@ for arg in "$@"; do
     --test) mode="test" ;;
     --runtime) mode="runtime" ;;
     --container) mode="container" ;;
+    --demo) mode="demo" ;;
     --print) print=1 ;;
-    *) echo "usage: $0 [--test|--runtime|--container] [--print]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--test|--runtime|--container|--demo] [--print]" >&2; exit 2 ;;
   esac
 done
 
@@ -57,6 +60,10 @@ else
     # GET /metrics in a test;
     # clang and libclang-rt-14-dev (libFuzzer, ASan, UBSan): scripts/fuzz.sh.
     packages+=(openssl systemd clang-format python3 python3-prometheus-client clang libclang-rt-14-dev)
+    command -v npm >/dev/null || packages+=(nodejs npm)
+  elif [[ $mode == demo ]]; then
+    # python3: scripts/demo.sh picks free ports with it.
+    packages+=(python3)
     command -v npm >/dev/null || packages+=(nodejs npm)
   fi
 fi

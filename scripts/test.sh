@@ -6,8 +6,8 @@ cd "$(dirname "$0")/.."
 start=$(date +%s)
 
 scripts/install-deps.sh --test
-# Every tool a test needs is installed above: a test that finds one missing fails instead of
-# passing with a warning (tests/deploy/deploy_support.hpp).
+# Everything the tests need is installed now: a test that finds a tool or prerequisite missing
+# fails instead of warning and passing (tests/support/prerequisite.hpp).
 export MCPMQTT_REQUIRE_TOOLS=1
 
 status=0

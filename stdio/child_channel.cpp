@@ -31,20 +31,6 @@ using bridge::CloseReason;
 using Kind = CloseReason::Kind;
 using boost::system::error_code;
 
-ChildSpec make_child_spec(const config::ServerEntry& server, const config::EgressConfig& egress,
-                          std::string log_prefix) {
-  ChildSpec spec;
-  spec.name = server.name;
-  spec.command = server.command;
-  spec.args = server.args;
-  spec.env = server.env;
-  spec.cwd = server.cwd;
-  spec.terminate_after = std::chrono::milliseconds(egress.terminate_after_ms);
-  spec.kill_after = std::chrono::milliseconds(egress.kill_after_ms);
-  spec.log_prefix = std::move(log_prefix);
-  return spec;
-}
-
 // ---- ChildRegistry ------------------------------------------------------------------------------
 
 std::size_t ChildRegistry::alive() const {

@@ -37,7 +37,6 @@
 #include "bridge/channel.hpp"
 #include "bridge/expected.hpp"
 #include "bridge/jsonrpc.hpp"
-#include "config/config.hpp"
 
 namespace mcpmqtt::stdio {
 
@@ -69,10 +68,6 @@ struct ChildSpec {
   std::size_t max_queued_bytes = 8 * 1024 * 1024;  // toward the child's stdin, in flight included
   ExitWatch exit_watch = ExitWatch::automatic;
 };
-
-// The spec for one session of a stdio server of the configuration.
-ChildSpec make_child_spec(const config::ServerEntry& server, const config::EgressConfig& egress,
-                          std::string log_prefix = {});
 
 // Counts the children started and not yet reaped, for the daemon's metrics ("children alive")
 // and its shutdown. Thread-safe.

@@ -468,7 +468,8 @@ void Link::publish(PublishRequest m, Engine::AckDone done) {
   const auto header = filling_.bytes.size() - before;
   const std::size_t total = header + m.payload->size();
   if (broker_max_packet_ && total > broker_max_packet_) {
-    // The Connection refuses these first, with the sizes; this keeps the protocol whoever calls.
+    // The BrokerConnection refuses these first, with the sizes; this keeps the protocol whoever
+    // calls.
     filling_.bytes.resize(before);
     return fail_soon(std::move(done), "larger than the broker's Maximum Packet Size");
   }

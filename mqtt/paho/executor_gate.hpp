@@ -2,7 +2,7 @@
 //
 // Paho invokes callbacks on its own threads and may do so until its client is destroyed, which
 // can be after the io_context that owned the target strand is gone. Posting to a destroyed
-// executor is undefined behaviour, so every post from a Paho thread goes through a Gate. A
+// executor is undefined behaviour, so every post from a Paho thread goes through a ExecutorGate. A
 // service attached to the io_context closes all of its gates in shutdown(), which runs before
 // the context's scheduler and strands are torn down; a closed gate drops what it is given.
 //
@@ -19,9 +19,9 @@
 
 namespace mcpmqtt::mqtt::paho {
 
-class Gate {
+class ExecutorGate {
  public:
-  explicit Gate(boost::asio::any_io_executor ex) : ex_(std::move(ex)) {}
+  explicit ExecutorGate(boost::asio::any_io_executor ex) : ex_(std::move(ex)) {}
 
   template <typename F>
   void post(F&& f) {
@@ -35,7 +35,7 @@ class Gate {
   }
 
   // A gate on `ex`, closed when ex's execution context shuts down.
-  static std::shared_ptr<Gate> open(const boost::asio::any_io_executor& ex);
+  static std::shared_ptr<ExecutorGate> open(const boost::asio::any_io_executor& ex);
 
  private:
   std::mutex mu_;

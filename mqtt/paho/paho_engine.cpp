@@ -3,7 +3,8 @@
 // - wake-ups for Paho C's receive thread while a connection connects or disconnects (PahoWaker);
 // - No Local filters in SUBSCRIBE packets of their own (Paho C++ 1.2.0's many-filter subscribe
 //   hands Paho C a dangling subscribe-options list);
-// - callbacks on Paho's threads, copied and posted onto the engine's strand through a Gate and a
+// - callbacks on Paho's threads, copied and posted onto the engine's strand through a ExecutorGate
+// and a
 //   weak_ptr; the Paho client destroyed later on a timer, never on a Paho thread.
 #include <algorithm>
 #include <atomic>
@@ -28,7 +29,7 @@ namespace paho {
 namespace {
 
 constexpr auto kDestroyDelay = std::chrono::seconds(2);
-// Publications Paho may hold unwritten. The Connection keeps the broker's Receive Maximum, so
+// Publications Paho may hold unwritten. The BrokerConnection keeps the broker's Receive Maximum, so
 // Paho holds few; its default of 100 refused bursts all the same.
 constexpr int kMaxBuffered = 65536;
 
@@ -273,7 +274,7 @@ class PahoEngine final : public Engine {
     boost::asio::any_io_executor strand;
     Events events;
     std::shared_ptr<paho::Client> client;
-    std::shared_ptr<paho::Gate> gate;
+    std::shared_ptr<paho::ExecutorGate> gate;
     State state = State::idle;
     std::uint64_t next_op = 1;
     std::map<std::uint64_t, AckDone> pending;  // operations Paho has not answered
@@ -282,7 +283,7 @@ class PahoEngine final : public Engine {
 
     // Posts `fn(core)` from a Paho thread onto the strand, if the engine still exists.
     template <typename Fn>
-    static void post_from_paho(const std::shared_ptr<paho::Gate>& gate,
+    static void post_from_paho(const std::shared_ptr<paho::ExecutorGate>& gate,
                                const std::weak_ptr<Core>& weak, Fn fn) {
       gate->post([weak, fn = std::move(fn)]() mutable {
         if (auto self = weak.lock()) fn(*self);
@@ -358,7 +359,7 @@ bool PahoEngine::create_client(const EngineConnect& params, std::string& why) {
   auto c = std::make_shared<paho::Client>();
   try {
     // Not create_options(version, n): that also turns on Paho's offline buffering, and while
-    // disconnected the backlog is the Connection's.
+    // disconnected the backlog is the BrokerConnection's.
     ::mqtt::create_options create(MQTTVERSION_5);
     create.set_max_buffered_messages(paho::kMaxBuffered);
     c->client =
@@ -368,7 +369,7 @@ bool PahoEngine::create_client(const EngineConnect& params, std::string& why) {
     return false;
   }
   core_->client = c;
-  core_->gate = paho::Gate::open(core_->strand);
+  core_->gate = paho::ExecutorGate::open(core_->strand);
   std::weak_ptr<Core> weak = core_;
   auto gate = core_->gate;
   c->client->set_message_callback([weak, gate](::mqtt::const_message_ptr m) {

@@ -100,3 +100,35 @@ TEST_CASE("listing as JSON, with broker RBAC only when it is a JSON array", "[di
           0) == 0);
   CHECK(j.find(R"("rbac":[{"server_name":"a/b","role_name":"user"}])") != std::string::npos);
 }
+
+TEST_CASE(
+    "presence: past its bound the directory ignores new instances with a reason, and the "
+    "pick state of a name that left is forgotten",
+    "[directory]") {
+  Directory d(3);
+  for (const char* id : {"s1", "s2", "s3"})
+    CHECK(d.apply_presence(id, "a/b", kOnline) == Directory::Change::added);
+  std::string why;
+  CHECK(d.apply_presence("s4", "a/c", kOnline, &why) == Directory::Change::ignored);
+  CHECK(why == "the directory holds its maximum of 3 server instances; this one is ignored");
+  CHECK_FALSE(d.online("a/c"));
+  CHECK(d.instance_count() == 3);
+  // Known instances still update; a removal makes room.
+  CHECK(d.apply_presence("s2", "a/b", kOnline) == Directory::Change::updated);
+  CHECK(d.apply_presence("s3", "a/b", "") == Directory::Change::removed);
+  CHECK(d.apply_presence("s4", "a/c", kOnline) == Directory::Change::added);
+  CHECK(d.instance_count() == 3);
+
+  // Round robin over s1, s2, s3; once the name is gone its position is forgotten, so its next
+  // life starts at the first instance again.
+  Directory rr;
+  for (const char* id : {"s1", "s2", "s3"})
+    rr.apply_presence(id, "x/y", kOnline);
+  CHECK(rr.pick("x/y", Directory::Pick::round_robin)->server_id == "s1");
+  CHECK(rr.pick("x/y", Directory::Pick::round_robin)->server_id == "s2");
+  for (const char* id : {"s1", "s2", "s3"})
+    rr.apply_presence(id, "x/y", "");
+  for (const char* id : {"s1", "s2", "s3"})
+    rr.apply_presence(id, "x/y", kOnline);
+  CHECK(rr.pick("x/y", Directory::Pick::round_robin)->server_id == "s1");
+}

@@ -124,6 +124,40 @@ TEST_CASE("mcpServers entries in the desktop-host form", "[config]") {
   CHECK(c.find_server("off/one") == nullptr);
 }
 
+TEST_CASE(
+    "mcpServers protocol: auto by default, legacy or modern on request, anything else named "
+    "with the choices: egress discover_timeout_ms and max_input_rounds",
+    "[config]") {
+  auto c = good(R"({
+    "egress": { "discover_timeout_ms": 2500, "max_input_rounds": 3 },
+    "mcpServers": {
+      "a/default": { "command": "x" },
+      "a/legacy": { "command": "x", "protocol": "legacy" },
+      "a/modern": { "url": "http://127.0.0.1:9/mcp", "protocol": "modern" }
+    }
+  })");
+  REQUIRE(c.servers.size() == 3);
+  CHECK(c.servers[0].protocol == ServerProtocol::automatic);
+  CHECK(c.servers[1].protocol == ServerProtocol::legacy);
+  CHECK(c.servers[2].protocol == ServerProtocol::modern);
+  CHECK(c.egress.discover_timeout_ms == 2500);
+  CHECK(c.egress.max_input_rounds == 3);
+  CHECK(good("{}").egress.discover_timeout_ms == 10000);
+  CHECK(good("{}").egress.max_input_rounds == 10);
+
+  auto p = only_problem(R"({"mcpServers": {"a/b": {"command": "x", "protocol": "2026-07-28"}}})");
+  CHECK(p.path == R"(mcpServers."a/b".protocol)");
+  CHECK(p.message ==
+        R"(expected "auto" (server/discover, then initialize), "legacy" (initialize only: MCP )"
+        R"(2025-11-25 and earlier) or "modern" (MCP 2026-07-28 only), found "2026-07-28")");
+  auto t = only_problem(R"({"egress": {"discover_timeout_ms": 5}})");
+  CHECK(t.path == "egress.discover_timeout_ms");
+  auto q = only_problem(R"({"egress": {"max_input_rounds": 0}})");
+  CHECK(q.path == "egress.max_input_rounds");
+  auto typo = only_problem(R"({"mcpServers": {"a/b": {"command": "x", "protocl": "auto"}}})");
+  CHECK(typo.message == R"(unknown key; did you mean "protocol"?)");
+}
+
 TEST_CASE("a misspelt key names its path and suggests the known key", "[config][malformed]") {
   auto p = only_problem(R"({"mqtt": {"ulr": "mqtt://x"}})");
   CHECK(p.path == "mqtt.ulr");
@@ -401,4 +435,54 @@ TEST_CASE("nearest suggests only close keys", "[config]") {
   CHECK(nearest("usrname", {"url", "username"}) == "username");
   CHECK(nearest("URL", {"url"}) == "url");
   CHECK(nearest("completely", {"url", "tls"}).empty());
+}
+
+TEST_CASE(
+    "ingress.modern: the gateway's bounds and timeouts, validated, the requestState secret from a "
+    "file of 32 bytes or more",
+    "[config][modern]") {
+  auto d = good("{}");
+  CHECK(d.ingress.modern.enabled);
+  CHECK(d.ingress.modern.max_sessions == 256);
+  CHECK(d.ingress.modern.max_sessions_per_key == 16);
+  CHECK(d.ingress.modern.idle_timeout_s == 60);
+  CHECK(d.ingress.modern.input_timeout_s == 300);
+  CHECK(d.ingress.modern.input_round_quiet_ms == 20);
+  CHECK(d.ingress.modern.state_secret.empty());
+
+  mcpmqtt::test::TempDir dir;
+  const auto secret = dir.write("secret", std::string(40, 'q') + "\n");
+  auto c = good(
+      R"({"ingress": {"modern": {"enabled": false, "max_sessions": 8, "max_sessions_per_key": 2,
+                    "max_listens": 3, "max_waiting": 5, "queue_timeout_ms": 700, "idle_timeout_s": 9,
+                    "input_timeout_s": 30, "input_round_quiet_ms": 40, "state_secret_file": ")" +
+      secret + R"("}}})");
+  const auto& m = c.ingress.modern;
+  CHECK_FALSE(m.enabled);
+  CHECK(m.max_sessions == 8);
+  CHECK(m.max_sessions_per_key == 2);
+  CHECK(m.max_listens == 3);
+  CHECK(m.max_waiting == 5);
+  CHECK(m.queue_timeout_ms == 700);
+  CHECK(m.idle_timeout_s == 9);
+  CHECK(m.input_timeout_s == 30);
+  CHECK(m.input_round_quiet_ms == 40);
+  CHECK(m.state_secret == std::string(40, 'q'));
+  // The summary never shows the secret.
+  CHECK(c.summary().find("qqqq") == std::string::npos);
+
+  auto p = only_problem(R"({"ingress": {"modern": {"max_sesions": 3}}})");
+  CHECK(p.path == "ingress.modern.max_sesions");
+  CHECK(p.message == "unknown key; did you mean \"max_sessions\"?");
+  p = only_problem(R"({"ingress": {"modern": {"max_sessions": 4, "max_sessions_per_key": 5}}})");
+  CHECK(p.path == "ingress.modern.max_sessions_per_key");
+  CHECK(p.message == "must not exceed max_sessions (4), found 5");
+  p = only_problem(R"({"ingress": {"modern": {"idle_timeout_s": 0}}})");
+  CHECK(p.path == "ingress.modern.idle_timeout_s");
+  const auto short_secret = dir.write("short", "too short\n");
+  p = only_problem(R"({"ingress": {"modern": {"state_secret_file": ")" + short_secret + R"("}}})");
+  CHECK(p.path == "ingress.modern.state_secret_file");
+  CHECK(p.message.find("holds 9 bytes; an HMAC key of at least 32 is needed") == 0);
+  p = only_problem(R"({"ingress": {"modern": {"state_secret_file": "/nonexistent/s"}}})");
+  CHECK(p.path == "ingress.modern.state_secret_file");
 }

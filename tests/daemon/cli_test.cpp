@@ -54,3 +54,17 @@ TEST_CASE("cli: --help lists every option", "[cli]") {
   }
   CHECK(u.find("MCPMQTT_MQTT_PASSWORD") != std::string::npos);
 }
+
+TEST_CASE("cli: expose --protocol picks the MCP era spoken to the command", "[cli]") {
+  auto r = p({"expose", "--name", "a/b", "--protocol", "modern", "--", "srv"});
+  REQUIRE(r.command_line);
+  CHECK(r.command_line->protocol == mcpmqtt::config::ServerProtocol::modern);
+  CHECK(p({"expose", "--name", "a/b", "--protocol=legacy", "--", "srv"}).command_line->protocol ==
+        mcpmqtt::config::ServerProtocol::legacy);
+  CHECK(p({"expose", "--name", "a/b", "--", "srv"}).command_line->protocol ==
+        mcpmqtt::config::ServerProtocol::automatic);
+  CHECK(p({"expose", "--name", "a/b", "--protocol", "2026", "--", "srv"}).error ==
+        "option --protocol expects auto, legacy or modern, found \"2026\"");
+  CHECK(p({"--protocol", "auto"}).error == "option --protocol does not apply to the daemon");
+  CHECK(usage().find("--protocol ERA") != std::string::npos);
+}

@@ -12,14 +12,15 @@
 #include <catch2/catch.hpp>
 #include <signal.h>
 
-#include "tests/daemon/ingress_bridge.hpp"
 #include "tests/http/server_test_support.hpp"
 #include "tests/support/bridge_process.hpp"
+#include "tests/support/ingress_bridge.hpp"
 #include "tests/support/mosquitto.hpp"
 #include "tests/support/mqtt_mcp_client.hpp"
 #include "tests/support/notify_socket.hpp"
 #include "tests/support/observer.hpp"
 #include "tests/support/process.hpp"
+#include "tests/support/wait.hpp"
 
 using namespace mcpmqtt::test;
 using namespace std::chrono_literals;
@@ -35,16 +36,6 @@ std::string egress_config(const Mosquitto& broker, const std::string& servers,
                           const std::string& extra = "") {
   return R"({"mqtt": {"url": ")" + broker.url() + R"("}, "http": {"enabled": false}, )" + extra +
          R"("mcpServers": {)" + servers + "}}";
-}
-
-template <typename Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout = 15s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return pred();
 }
 
 // Presence messages on `$mcp-server/presence/{server-id}/{server-name}`, by server-name: the

@@ -101,7 +101,8 @@ TEST_CASE(
   CHECK(get->header("Last-Event-ID") == "<absent>");
   c->send(request(3, "ping"));
   CHECK(c->next().id() == jsonrpc::Id::integer(3));
-  std::this_thread::sleep_for(300ms);  // several reconnect intervals: no second GET
+  // Not synchronisation: several reconnect intervals, in which no second GET may go out.
+  std::this_thread::sleep_for(300ms);
   CHECK(srv.count(test::fake::method_is("GET")) == 1);
   // Keep-alive: fewer connections than requests.
   CHECK(srv.connections() < static_cast<int>(srv.requests().size()));
@@ -190,6 +191,7 @@ TEST_CASE(
         "event: message\ndata: " +
         test::fake::result_json(m.id(), R"({"content":[{"type":"text","text":"done"}]})") + "\n\n";
     c.chunk(event.substr(0, 20));
+    // Not synchronisation: apart in time, the two pieces reach the client in two reads.
     std::this_thread::sleep_for(50ms);
     c.chunk(event.substr(20));
     c.end_sse();
@@ -352,6 +354,8 @@ TEST_CASE("HTTP client: requests beyond the concurrency bound wait for a free co
     c.send(request(2, "tools/call"));
     REQUIRE(srv.wait_for(test::fake::post_with("tools/call")));
     c.send(request(3, "tools/call"));
+    // Not synchronisation: a window in which the second call would have been sent, had the
+    // bound not held it back.
     std::this_thread::sleep_for(300ms);
     CHECK(srv.count(test::fake::post_with("tools/call")) == 1);
     release.push(1);
@@ -393,6 +397,7 @@ TEST_CASE(
     CHECK(cancel->has(R"("requestId":2)"));
     c.send(request(4, "ping"));
     CHECK(c.next().id() == jsonrpc::Id::integer(4));
+    // Not synchronisation: a window in which a late response or the cancelled call would show.
     std::this_thread::sleep_for(200ms);
     CHECK(c.queued() == 0);
     CHECK(srv.count(test::fake::post_with("tools/call")) == 1);

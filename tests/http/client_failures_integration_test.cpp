@@ -198,6 +198,7 @@ TEST_CASE(
     const auto why = c.wait_close();
     CHECK(why.kind == CloseReason::Kind::peer_gone);
     CHECK(why.detail == "upstream session expired (HTTP 404)");
+    // Not synchronisation: a window in which a DELETE would have gone out, and none may.
     std::this_thread::sleep_for(200ms);
     CHECK(srv.count(test::fake::method_is("DELETE")) == 0);  // the session is already gone
     CHECK(c.queued() == 0);

@@ -1,4 +1,4 @@
-// Drives an UpstreamChannel from a test thread: its own io_context and strand on a background
+// Drives an ClientChannel from a test thread: its own io_context and strand on a background
 // thread; messages and the close reason it reports are collected and awaited with deadlines.
 #pragma once
 
@@ -44,7 +44,7 @@ class ClientHarness {
       : strand_(boost::asio::make_strand(ioc_)), guard_(ioc_.get_executor()) {
     thread_ = std::thread([this] { ioc_.run(); });
     on_strand([this, spec = std::move(spec)]() mutable {
-      channel_ = http::UpstreamChannel::create(strand_, std::move(spec));
+      channel_ = http::ClientChannel::create(strand_, std::move(spec));
       bridge::Channel::Receiver r;
       r.on_message = [this](jsonrpc::Message m) {
         std::lock_guard<std::mutex> l(m_);
@@ -149,7 +149,7 @@ class ClientHarness {
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_;
   std::thread thread_;
-  std::shared_ptr<http::UpstreamChannel> channel_;
+  std::shared_ptr<http::ClientChannel> channel_;
   std::mutex m_;
   std::condition_variable cv_;
   std::deque<jsonrpc::Message> messages_;

@@ -48,6 +48,30 @@ TEST_CASE(
   CHECK(field(later, "MCP-Protocol-Version") == "2025-06-18");
 }
 
+TEST_CASE(
+    "client requests (streamable-http §Standard Request Headers): a 2026-07-28 POST has "
+    "MCP-Protocol-Version, Mcp-Method and Mcp-Name, and no session whatever the context holds",
+    "[http][client][modern]") {
+  const Url u = url("http://127.0.0.1:9000/mcp");
+  const std::vector<Header> extra = {{"Authorization", "Bearer t0k3n"}};
+  RequestContext ctx{&u, &extra, "sess-1", "2025-06-18"};
+  const ClientRequest req =
+      build_modern_post(ctx, "{}", ModernHeaders{"2026-07-28", "tools/call", "=?base64?eA==?="});
+  CHECK(field(req, "MCP-Protocol-Version") == "2026-07-28");
+  CHECK(field(req, "Mcp-Method") == "tools/call");
+  CHECK(field(req, "Mcp-Name") == "=?base64?eA==?=");
+  CHECK(field(req, "Mcp-Session-Id") == "<absent>");
+  CHECK(field(req, "Authorization") == "Bearer t0k3n");
+  CHECK(field(req, "Accept") == "application/json, text/event-stream");
+  const ClientRequest note = build_modern_post(ctx, "{}", ModernHeaders{"2026-07-28", "", ""});
+  CHECK(field(note, "Mcp-Method") == "<absent>");
+  CHECK(field(note, "Mcp-Name") == "<absent>");
+  for (const char* reserved : {"Mcp-Method", "mcp-name"}) {
+    INFO(reserved);
+    CHECK_FALSE(check_extra_headers({{reserved, "v"}}));
+  }
+}
+
 TEST_CASE("client requests: GET asks for an event stream, with Last-Event-ID to resume",
           "[http][client]") {
   const Url u = url("https://[::1]/mcp");

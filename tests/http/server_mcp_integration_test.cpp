@@ -5,23 +5,13 @@
 #include <set>
 
 #include "tests/http/server_test_support.hpp"
+#include "tests/support/wait.hpp"
 
 using namespace mcpmqtt::test;
 using mcpmqtt::bridge::CloseReason;
 using mcpmqtt::jsonrpc::Kind;
 
 namespace {
-
-// Retries `attempt` until it returns true or the deadline passes (for effects inside the
-// server that the client cannot await directly, such as noticing a closed connection).
-bool eventually(const std::function<bool()>& attempt, std::chrono::milliseconds deadline = 10s) {
-  const auto end = std::chrono::steady_clock::now() + deadline;
-  while (std::chrono::steady_clock::now() < end) {
-    if (attempt()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return false;
-}
 
 std::string stream_of(const std::string& event_id) {
   return event_id.substr(0, event_id.find('-'));
@@ -31,13 +21,6 @@ std::string text_of(const Message& m) {
   const auto* r = m.result_value();
   if (!r || !r->IsObject() || !r->HasMember("content")) return {};
   return (*r)["content"][0]["text"].GetString();
-}
-
-mcpmqtt::config::HttpConfig config_with(
-    const std::function<void(mcpmqtt::config::HttpConfig&)>& f) {
-  auto c = test_http_config();
-  f(c);
-  return c;
 }
 
 }  // namespace
@@ -600,6 +583,8 @@ TEST_CASE("http: a reader that falls behind and catches up gets every event whol
     ts.backend.send(
         0, Message::notification("notifications/message", R"({"n":)" + std::to_string(i) +
                                                               R"(,"pad":")" + filler + R"("})"));
+  // Not synchronisation: the reader stays away a moment, so that the events pile up behind a
+  // full socket buffer before it reads them.
   std::this_thread::sleep_for(200ms);
   for (int i = 0; i < kEvents; ++i) {
     auto e = g.next_message(10s);

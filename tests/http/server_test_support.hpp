@@ -285,18 +285,24 @@ class FakeBackend : public http::Backend {
 
 // ---- the server under test ---------------------------------------------------------------------
 
-inline config::HttpConfig test_http_config() {
-  config::HttpConfig c;
-  c.listen = "127.0.0.1:0";
+inline http::ServerOptions test_http_config() {
+  http::ServerOptions c;
   c.listen_host = "127.0.0.1";
   c.listen_port = 0;
+  return c;
+}
+
+// test_http_config() changed by `f`.
+inline http::ServerOptions config_with(const std::function<void(http::ServerOptions&)>& f) {
+  auto c = test_http_config();
+  f(c);
   return c;
 }
 
 // An http::Server on loopback port 0 with a fake backend, run by two threads.
 class TestServer {
  public:
-  explicit TestServer(config::HttpConfig http = test_http_config(),
+  explicit TestServer(http::ServerOptions http = test_http_config(),
                       std::string default_server = "demo/everything")
       : work_(net::make_work_guard(ioc_)),
         server_(std::make_unique<http::Server>(ioc_, std::move(http), std::move(default_server),

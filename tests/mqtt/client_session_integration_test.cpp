@@ -6,11 +6,12 @@
 #include <rapidjson/document.h>
 #include <signal.h>
 
+#include "bridge/protocol/topics.hpp"
 #include "mqtt/client_session.hpp"
-#include "mqtt/topics.hpp"
 #include "tests/support/io.hpp"
 #include "tests/support/mosquitto.hpp"
 #include "tests/support/observer.hpp"
+#include "tests/support/test_connection.hpp"
 
 namespace bridge = mcpmqtt::bridge;
 namespace config = mcpmqtt::config;
@@ -25,15 +26,6 @@ namespace {
 const std::string kName = "test/remote/server";
 const std::string kInit =
     R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})";
-
-config::MqttConfig broker_config(const std::string& url) {
-  auto loaded = config::defaults();
-  config::Overrides o;
-  o.broker_url = url;
-  config::apply_overrides(loaded, o);
-  REQUIRE(loaded.ok());
-  return loaded.config->mqtt;
-}
 
 struct Events {
   Inbox<std::string> messages;
@@ -72,7 +64,7 @@ struct Fixture {
 
   std::shared_ptr<mq::ClientSession> make(const std::string& url) {
     mq::ClientSession::Options o;
-    o.broker = broker_config(url);
+    o.broker = broker_options(url);
     o.client_id = mq::fresh_client_id("test-client");
     o.server_id = server.server_id;
     o.server_name = kName;
@@ -221,7 +213,7 @@ TEST_CASE(
   Events events;
   auto strand = io.strand();
   mq::ClientSession::Options o;
-  o.broker = broker_config(broker.url());
+  o.broker = broker_options(broker.url());
   o.client_id = mq::fresh_client_id("test-client");
   o.server_id = server.server_id;
   o.server_name = kName;
@@ -261,7 +253,7 @@ TEST_CASE("an unreachable broker and a lost broker end the session with a clear 
   {
     Events events;
     mq::ClientSession::Options o;
-    o.broker = broker_config("mqtt://127.0.0.1:" + std::to_string(free_loopback_port()));
+    o.broker = broker_options("mqtt://127.0.0.1:" + std::to_string(free_loopback_port()));
     o.client_id = mq::fresh_client_id("test-client");
     o.server_id = "sid";
     o.server_name = kName;
@@ -277,7 +269,7 @@ TEST_CASE("an unreachable broker and a lost broker end the session with a clear 
     FakeServer server(broker.url(), random_id("fake-srv"));
     Events events;
     mq::ClientSession::Options o;
-    o.broker = broker_config(broker.url());
+    o.broker = broker_options(broker.url());
     o.client_id = mq::fresh_client_id("test-client");
     o.server_id = server.server_id;
     o.server_name = kName;

@@ -7,13 +7,15 @@
 
 #include <catch2/catch.hpp>
 
+#include "bridge/protocol/topics.hpp"
 #include "mqtt/client_session.hpp"
 #include "mqtt/directory_observer.hpp"
 #include "mqtt/server_endpoint.hpp"
-#include "mqtt/topics.hpp"
 #include "tests/support/engine.hpp"
 #include "tests/support/fake_broker.hpp"
 #include "tests/support/io.hpp"
+#include "tests/support/test_connection.hpp"
+#include "tests/support/wait.hpp"
 
 namespace bridge = mcpmqtt::bridge;
 namespace config = mcpmqtt::config;
@@ -24,15 +26,6 @@ using namespace mcpmqtt::test;
 using namespace std::chrono_literals;
 
 namespace {
-
-config::MqttConfig broker_config(const std::string& url) {
-  auto loaded = config::defaults();
-  config::Overrides o;
-  o.broker_url = url;
-  config::apply_overrides(loaded, o);
-  REQUIRE(loaded.ok());
-  return loaded.config->mqtt;
-}
 
 std::optional<std::string> prop(const UserProperties& props, const std::string& key) {
   for (const auto& [k, v] : props) {
@@ -66,7 +59,7 @@ TEST_CASE(
     "[mqtt][connect]") {
   FakeBroker broker;
   mq::ServerEndpoint::Options o;
-  o.broker = broker_config(broker.url());
+  o.broker = broker_options(broker.url());
   o.server_id = "sid-connect";
   o.server_name = "demo/connect";
   o.connect_meta_json = R"({"implementation":"mcp-mqtt-bridge"})";
@@ -105,7 +98,7 @@ TEST_CASE("mqtt.qos 0: a server endpoint's will and subscription and its presenc
           "[mqtt][connect][qos]") {
   FakeBroker broker;
   mq::ServerEndpoint::Options o;
-  o.broker = broker_config(broker.url());
+  o.broker = broker_options(broker.url());
   o.broker.qos = 0;
   o.server_id = "sid-qos0";
   o.server_name = "demo/qos0";
@@ -131,7 +124,7 @@ TEST_CASE(
   IoThreads io;
   auto strand = io.strand();
   mq::ClientSession::Options o;
-  o.broker = broker_config(broker.url());
+  o.broker = broker_options(broker.url());
   o.client_id = "cid-connect";
   o.server_id = "sid-x";
   o.server_name = "demo/x";
@@ -201,7 +194,7 @@ TEST_CASE(
     return {{"MCP-SERVER-NAME", "assigned/by/broker"}, {"other", std::to_string(connection)}};
   });
   mq::ServerEndpoint::Options o;
-  o.broker = broker_config(broker.url());
+  o.broker = broker_options(broker.url());
   o.server_id = "sid-assigned";
   o.server_name = "configured/name";
   StartedEndpoint e(o);
@@ -240,7 +233,7 @@ TEST_CASE(
   auto strand = io.strand();
   auto directory = std::make_shared<bridge::Directory>();
   mq::DirectoryObserver::Options o;
-  o.broker = broker_config(broker.url());
+  o.broker = broker_options(broker.url());
   o.client_id = "dir-connect";
   o.filters = {"#"};
   auto observer = mq::DirectoryObserver::create(strand, o, directory);
@@ -255,10 +248,7 @@ TEST_CASE(
   CHECK(subscribed.count("$mcp-server/presence/+/fleet/+/status"));
   CHECK(subscribed.count("$mcp-server/presence/+/tools/#"));
   // The configured filter was replaced.
-  const auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (broker.unsubscribed().empty() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(10ms);
-  }
+  eventually([&] { return !broker.unsubscribed().empty(); }, 5s);
   CHECK(broker.unsubscribed() == std::vector<std::string>{"$mcp-server/presence/+/#"});
   CHECK(directory->filters() == std::vector<std::string>{"fleet/+/status", "tools/#"});
   CHECK(directory->to_json().find(

@@ -2,11 +2,13 @@
 // live presence, filtered by the configured server-name filters.
 #include <catch2/catch.hpp>
 
+#include "bridge/protocol/topics.hpp"
 #include "mqtt/directory_observer.hpp"
-#include "mqtt/topics.hpp"
 #include "tests/support/io.hpp"
 #include "tests/support/mosquitto.hpp"
 #include "tests/support/observer.hpp"
+#include "tests/support/test_connection.hpp"
+#include "tests/support/wait.hpp"
 
 namespace bridge = mcpmqtt::bridge;
 namespace config = mcpmqtt::config;
@@ -22,27 +24,11 @@ std::string online(const std::string& name, const std::string& description) {
          name + R"(","description":")" + description + R"(","meta":{"k":1}}})";
 }
 
-// Polls until `pred` holds or the deadline passes (the directory is updated on another thread).
-template <typename Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return pred();
-}
-
-config::MqttConfig broker_config(const std::string& url) {
-  auto loaded = config::defaults();
-  config::Overrides o;
-  o.broker_url = url;
-  config::apply_overrides(loaded, o);
-  REQUIRE(loaded.ok());
-  auto m = loaded.config->mqtt;
-  m.reconnect_min_ms = 100;
-  m.reconnect_max_ms = 300;
-  return m;
+mcpmqtt::mqtt::BrokerOptions broker_config(const std::string& url) {
+  auto b = broker_options(url);
+  b.reconnect_min_ms = 100;
+  b.reconnect_max_ms = 300;
+  return b;
 }
 
 }  // namespace

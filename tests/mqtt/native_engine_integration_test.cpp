@@ -1,7 +1,7 @@
 // The native MQTT engine (mqtt.client "native") where it does what Paho does not or cannot be
 // made to show: keep-alive against a broker that hangs, a broker that breaks the protocol, topic
-// aliases, QoS 2 both ways (through the Engine directly: a Connection publishes at mqtt.qos, 0 or
-// 1), WebSocket upgrades that fail, and 10,000 connections to one Mosquitto. Every connection
+// aliases, QoS 2 both ways (through the Engine directly: a BrokerConnection publishes at mqtt.qos,
+// 0 or 1), WebSocket upgrades that fail, and 10,000 connections to one Mosquitto. Every connection
 // here names the native engine itself; the file is left out of the Paho registration.
 #include <algorithm>
 #include <atomic>
@@ -288,7 +288,7 @@ TEST_CASE(
 }
 
 // QoS 2 both ways with a real broker and a client nobody here wrote (Paho): the Engine directly,
-// since a Connection publishes and subscribes at mqtt.qos (0 or 1).
+// since a BrokerConnection publishes and subscribes at mqtt.qos (0 or 1).
 TEST_CASE(
     "native engine QoS 2 with Mosquitto (MQTT 5.0 §4.3.3): publications both ways between the "
     "engine and a Paho client arrive exactly once",
@@ -460,19 +460,19 @@ TEST_CASE(
   auto n = std::make_shared<Counters>();
   struct Client {
     boost::asio::any_io_executor strand;
-    std::shared_ptr<mq::Connection> conn;
+    std::shared_ptr<mq::BrokerConnection> conn;
   };
   std::vector<Client> clients(static_cast<std::size_t>(count));
   const auto started = std::chrono::steady_clock::now();
   for (auto& cl : clients) {
     auto o = connection_options(broker.url(), "fleet", kNative);
     o.will = mq::Will{"fleet/will/" + o.client_id, "gone", false};
-    mq::Connection::Handlers h;
+    mq::BrokerConnection::Handlers h;
     h.on_connected = [n](const mq::ConnackInfo&, bool) { n->up.add(); };
     h.on_message = [n](const mq::Incoming&) { n->delivered.add(); };
     h.on_connection_lost = [n](const std::string&) { n->lost.add(); };
     cl.strand = io.strand();
-    cl.conn = mq::Connection::create(cl.strand, std::move(o), std::move(h));
+    cl.conn = mq::BrokerConnection::create(cl.strand, std::move(o), std::move(h));
     boost::asio::post(cl.strand, [c = cl.conn, n] {
       c->subscribe("fleet/all", false,
                    [n](bool ok, const std::string&) { (ok ? n->subscribed : n->refused).add(); });

@@ -14,6 +14,7 @@
 #include <boost/asio/strand.hpp>
 
 #include "config/config.hpp"
+#include "directions/options.hpp"
 #include "mqtt/client_session.hpp"
 #include "mqtt/server_endpoint.hpp"
 
@@ -42,7 +43,7 @@ int main(int argc, char** argv) {
   std::shared_ptr<mqtt::ClientSession> client;
   if (a[0] == "server") {
     mqtt::ServerEndpoint::Options opts;
-    opts.broker = loaded.config->mqtt;
+    opts.broker = directions::broker_options(loaded.config->mqtt);
     opts.server_id = a[2];
     opts.server_name = a[3];
     opts.description = "role_runner";
@@ -55,7 +56,7 @@ int main(int argc, char** argv) {
     boost::asio::post(strand, [&] { server->start(); });
   } else if (a[0] == "mcp-client" && a.size() >= 5) {
     mqtt::ClientSession::Options opts;
-    opts.broker = loaded.config->mqtt;
+    opts.broker = directions::broker_options(loaded.config->mqtt);
     opts.client_id = a[2];
     opts.server_id = a[3];
     opts.server_name = a[4];
@@ -76,7 +77,7 @@ int main(int argc, char** argv) {
     });
   } else if (a[0] == "client" && a.size() >= 5) {
     mqtt::ClientSession::Options opts;
-    opts.broker = loaded.config->mqtt;
+    opts.broker = directions::broker_options(loaded.config->mqtt);
     opts.client_id = a[2];
     opts.server_id = a[3];
     opts.server_name = a[4];

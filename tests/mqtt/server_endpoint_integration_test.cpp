@@ -4,11 +4,12 @@
 #include <rapidjson/document.h>
 #include <signal.h>
 
+#include "bridge/protocol/topics.hpp"
 #include "mqtt/server_endpoint.hpp"
-#include "mqtt/topics.hpp"
 #include "tests/support/io.hpp"
 #include "tests/support/mosquitto.hpp"
 #include "tests/support/observer.hpp"
+#include "tests/support/test_connection.hpp"
 
 namespace bridge = mcpmqtt::bridge;
 namespace config = mcpmqtt::config;
@@ -22,16 +23,11 @@ namespace {
 
 const std::string kName = "test/server/one";
 
-config::MqttConfig broker_config(const Mosquitto& broker) {
-  auto loaded = config::defaults();
-  config::Overrides o;
-  o.broker_url = broker.url();
-  config::apply_overrides(loaded, o);
-  REQUIRE(loaded.ok());
-  auto m = loaded.config->mqtt;
-  m.reconnect_min_ms = 100;
-  m.reconnect_max_ms = 500;
-  return m;
+mcpmqtt::mqtt::BrokerOptions broker_config(const Mosquitto& broker) {
+  auto b = broker_options(broker.url());
+  b.reconnect_min_ms = 100;
+  b.reconnect_max_ms = 500;
+  return b;
 }
 
 std::string initialize_request(int id = 1) {

@@ -1,4 +1,4 @@
-// mqtt::Connection against Mosquitto as it ships, on whichever engine the registration chose
+// mqtt::BrokerConnection against Mosquitto as it ships, on whichever engine the registration chose
 // (MCPMQTT_MQTT_CLIENT): TLS that verifies or refuses, MQTT over WebSocket, a broker killed and
 // restarted under traffic, a session taken over, its Receive Maximum and its Maximum Packet Size
 // — the last also end to end, through a bridge process's HTTP ingress and stdio egress. (One
@@ -17,10 +17,10 @@
 #include <boost/asio/steady_timer.hpp>
 #include <catch2/catch.hpp>
 
-#include "tests/daemon/ingress_bridge.hpp"
 #include "tests/http/server_test_support.hpp"
 #include "tests/support/engine.hpp"
 #include "tests/support/fake_broker.hpp"
+#include "tests/support/ingress_bridge.hpp"
 #include "tests/support/io.hpp"
 #include "tests/support/mosquitto.hpp"
 #include "tests/support/mqtt_mcp_client.hpp"

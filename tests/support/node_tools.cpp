@@ -92,4 +92,37 @@ FixtureHttpServer::FixtureHttpServer() {
   if (url.empty()) throw std::runtime_error("the conformance fixture did not announce its URL");
 }
 
+std::string fixture2_script() {
+  return source("tests/fixtures/conformance-server2.mjs");
+}
+
+std::string sdk2_server_script() {
+  return source("tests/node/sdk2-server.mjs");
+}
+
+NodeHttpServer::NodeHttpServer(const std::string& script, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {node_binary(), script};
+  argv.insert(argv.end(), args.begin(), args.end());
+  proc = Process::start(Process::piped(argv));
+  for (int i = 0; i < 50 && url.empty(); ++i) {
+    auto l = proc->read_line(std::chrono::seconds(30));
+    if (!l) break;
+    const std::string key = "MCP_FIXTURE_URL=";
+    if (l->rfind(key, 0) == 0) url = l->substr(key.size());
+  }
+  if (url.empty()) throw std::runtime_error(script + " did not announce its URL");
+}
+
+std::optional<std::string> run_conformance_requirements(const std::string& url,
+                                                        const std::string& outdir,
+                                                        const std::string& requirements,
+                                                        std::string* log) {
+  auto r = run_capture({source("tests/fixtures/run-conformance.sh"), url, outdir, "--requirements",
+                        requirements, "--timeout", "60", "--deadline", "400"},
+                       std::chrono::minutes(12));
+  if (log) *log = r.out + r.err;
+  if (r.exit_code != 0) return std::nullopt;
+  return outdir + "/result.json";
+}
+
 }  // namespace mcpmqtt::test

@@ -45,4 +45,24 @@ struct FixtureHttpServer {
 
 std::string fixture_script();  // tests/fixtures/conformance-server.mjs
 
+// ---- MCP 2026-07-28 peers (v2 SDK, the 0.2.0-alpha.12 suite) ---------------------------------
+
+std::string fixture2_script();     // tests/fixtures/conformance-server2.mjs (dual-era, v2 SDK)
+std::string sdk2_server_script();  // tests/node/sdk2-server.mjs
+
+// A Node MCP server over Streamable HTTP on a free loopback port: `script` started with
+// `args`, which prints MCP_FIXTURE_URL=... once it listens.
+struct NodeHttpServer {
+  std::unique_ptr<Process> proc;
+  std::string url;
+  NodeHttpServer(const std::string& script, const std::vector<std::string>& args);
+};
+
+// run-conformance.sh URL OUTDIR --requirements REV (the suite pinned as conformance-next):
+// the path of the normalized result.json, or nullopt if the runner failed.
+std::optional<std::string> run_conformance_requirements(const std::string& url,
+                                                        const std::string& outdir,
+                                                        const std::string& requirements,
+                                                        std::string* log = nullptr);
+
 }  // namespace mcpmqtt::test

@@ -1,7 +1,7 @@
-// A mqtt::Connection for tests: made on a strand of the test's IoThreads, every handler recorded
-// in an Inbox the test waits on with a deadline, operations run on the strand and awaited with a
-// bound, and a clean disconnect (bounded) when it goes away. Header-only: the support library
-// does not link the MQTT library.
+// A mqtt::BrokerConnection for tests: made on a strand of the test's IoThreads, every handler
+// recorded in an Inbox the test waits on with a deadline, operations run on the strand and awaited
+// with a bound, and a clean disconnect (bounded) when it goes away. Header-only: the support
+// library does not link the MQTT library.
 //
 // Used from the test thread; the inboxes are thread-safe.
 #pragma once
@@ -17,16 +17,17 @@
 #include <catch2/catch.hpp>
 
 #include "config/config.hpp"
-#include "mqtt/connection.hpp"
+#include "directions/options.hpp"
+#include "mqtt/broker_connection.hpp"
 #include "tests/support/io.hpp"
 #include "tests/support/observer.hpp"
 
 namespace mcpmqtt::test {
 
 // The broker settings of the default configuration (so MCPMQTT_MQTT_CLIENT chooses the engine)
-// for `url`; `engine` replaces the engine when given.
-inline config::MqttConfig mqtt_config(const std::string& url,
-                                      std::optional<config::MqttClient> engine = std::nullopt) {
+// for `url`, as the daemon hands them to the MQTT side; `engine` replaces the engine when given.
+inline mqtt::BrokerOptions broker_options(const std::string& url,
+                                          std::optional<config::MqttClient> engine = std::nullopt) {
   auto loaded = config::defaults();
   config::Overrides o;
   o.broker_url = url;
@@ -35,7 +36,7 @@ inline config::MqttConfig mqtt_config(const std::string& url,
   REQUIRE(loaded.ok());
   auto m = loaded.config->mqtt;
   if (engine) m.client = *engine;
-  return m;
+  return directions::broker_options(m);
 }
 
 // Options of a client-role connection with a random id and no reconnect delays to speak of.
@@ -43,7 +44,7 @@ inline mqtt::ConnectionOptions connection_options(
     const std::string& url, const std::string& id_prefix,
     std::optional<config::MqttClient> engine = std::nullopt) {
   mqtt::ConnectionOptions o;
-  o.broker = mqtt_config(url, engine);
+  o.broker = broker_options(url, engine);
   o.broker.reconnect_min_ms = 100;
   o.broker.reconnect_max_ms = 1000;
   o.client_id = random_id(id_prefix);
@@ -81,7 +82,7 @@ class TestConnection {
   // Creates the connection and, when `connect`, starts connecting.
   TestConnection(IoThreads& io, mqtt::ConnectionOptions options, bool connect = true)
       : io_(io), strand_(io.strand()), events_(std::make_shared<Events>()) {
-    mqtt::Connection::Handlers h;
+    mqtt::BrokerConnection::Handlers h;
     auto ev = events_;
     h.on_connected = [ev](const mqtt::ConnackInfo& info, bool reconnected) {
       ev->connected.push({info, reconnected});
@@ -93,7 +94,7 @@ class TestConnection {
     h.on_message = [ev](const mqtt::Incoming& in) {
       ev->messages.push({in.topic, *in.payload, in.qos, in.retained});
     };
-    conn_ = mqtt::Connection::create(strand_, std::move(options), std::move(h));
+    conn_ = mqtt::BrokerConnection::create(strand_, std::move(options), std::move(h));
     if (connect) this->connect();
   }
   ~TestConnection() {
@@ -107,7 +108,7 @@ class TestConnection {
 
   Events& events() { return *events_; }
   const boost::asio::any_io_executor& strand() const { return strand_; }
-  mqtt::Connection& connection() { return *conn_; }
+  mqtt::BrokerConnection& connection() { return *conn_; }
 
   void connect() {
     io_.run(strand_, [this] { conn_->connect(); });
@@ -163,7 +164,7 @@ class TestConnection {
   IoThreads& io_;
   boost::asio::any_io_executor strand_;
   std::shared_ptr<Events> events_;
-  std::shared_ptr<mqtt::Connection> conn_;
+  std::shared_ptr<mqtt::BrokerConnection> conn_;
 };
 
 }  // namespace mcpmqtt::test

@@ -1,0 +1,43 @@
+// bridge::Scheduler on Asio timers, for one session's strand.
+// One strand; not thread-safe: schedule/cancel on the strand given at construction.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <unordered_map>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "bridge/scheduler.hpp"
+
+namespace mcpmqtt::directions {
+
+class AsioScheduler : public bridge::Scheduler {
+ public:
+  explicit AsioScheduler(boost::asio::any_io_executor strand) : strand_(std::move(strand)) {}
+  ~AsioScheduler() override;
+  AsioScheduler(const AsioScheduler&) = delete;
+  AsioScheduler& operator=(const AsioScheduler&) = delete;
+
+  TimerId schedule(std::chrono::milliseconds delay, std::function<void()> fn) override;
+  void cancel(TimerId id) override;
+  Clock::time_point now() const override { return Clock::now(); }
+
+ private:
+  boost::asio::any_io_executor strand_;
+  // Shared with the wait handlers so that a timer firing after the scheduler is gone is a no-op.
+  struct State {
+    std::unordered_map<TimerId, std::unique_ptr<boost::asio::steady_timer>> timers;
+    bool alive = true;
+  };
+  std::shared_ptr<State> state_ = std::make_shared<State>();
+  TimerId next_ = 1;
+};
+
+// Calls `done` on `ex` once `ready()` holds (checked every `every`) or `timeout` has passed.
+void poll_until(boost::asio::any_io_executor ex, std::function<bool()> ready,
+                std::chrono::milliseconds timeout, std::function<void()> done,
+                std::chrono::milliseconds every = std::chrono::milliseconds(20));
+
+}  // namespace mcpmqtt::directions

@@ -1,0 +1,248 @@
+#include "directions/egress.hpp"
+
+#include <random>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+
+#include "bridge/log.hpp"
+#include "directions/options.hpp"
+#include "http/client_channel.hpp"
+#include "mqtt/client_session.hpp"
+#include "stdio/child_channel.hpp"
+
+namespace mcpmqtt::directions {
+
+namespace {
+
+auto logger() {
+  static auto l = log::get("bridge");
+  return l;
+}
+
+// A channel that only answers: used when a session's upstream cannot be started, so that the
+// client's initialize still gets an error through the usual path.
+class RefusedUpstream : public bridge::Channel {
+ public:
+  explicit RefusedUpstream(std::string why) : why_(std::move(why)) {}
+  void start(Receiver r) override { receiver_ = std::move(r); }
+  void send(jsonrpc::Message m) override {
+    if (closed_ || !m.is_request()) return;
+    // The error first, then the close that ends the session.
+    receiver_.on_message(jsonrpc::Message::error(m.id(), jsonrpc::code::internal_error, why_));
+    closed_ = true;
+    receiver_.on_close({bridge::CloseReason::Kind::error, why_});
+  }
+  void close(const bridge::CloseReason&) override { closed_ = true; }
+  std::string describe() const override { return "[refused]"; }
+
+ private:
+  std::string why_;
+  Receiver receiver_;
+  bool closed_ = false;
+};
+
+}  // namespace
+
+std::string connect_meta(const std::string& description) {
+  return R"({"implementation":"mcp-mqtt-bridge","version":")" MCPMQTT_VERSION
+         R"(","description":)" +
+         jsonrpc::quote(description) + "}";
+}
+
+std::string make_server_id(const std::string& prefix, std::size_t index) {
+  // Random per process, so two bridges with the same configuration never share a server-id;
+  // stable for the process's life.
+  static const std::string run = [] {
+    std::random_device rd;
+    static const char* hex = "0123456789abcdef";
+    std::string s;
+    for (int i = 0; i < 8; ++i)
+      s.push_back(hex[rd() % 16]);
+    return s;
+  }();
+  return prefix + "-" + run + "-s" + std::to_string(index);
+}
+
+UpstreamFactory child_upstream(const config::ServerEntry& entry, const config::EgressConfig& egress,
+                               std::shared_ptr<stdio::ChildRegistry> children) {
+  return [entry, egress, children](
+             boost::asio::any_io_executor strand,
+             const std::string& prefix) -> Expected<std::shared_ptr<bridge::Channel>, std::string> {
+    auto spec = child_spec(entry, egress, prefix);
+    auto child = stdio::ChildChannel::create(std::move(strand), std::move(spec), children);
+    if (!child) return unexpected(child.error());
+    return std::shared_ptr<bridge::Channel>(std::move(*child));
+  };
+}
+
+Expected<UpstreamFactory, std::string> http_upstream(const config::ServerEntry& entry,
+                                                     const config::Timeouts& timeouts) {
+  auto spec = upstream_spec(entry);
+  if (!spec) return unexpected(spec.error());
+  // The splice's per-method timeouts answer first; the HTTP client's own bounds only stop a
+  // response that outlives every one of them.
+  int longest = timeouts.default_ms;
+  for (const auto& [method, ms] : timeouts.method_ms)
+    longest = std::max(longest, ms);
+  spec->response_timeout = std::max(spec->response_timeout,
+                                    std::chrono::milliseconds(longest) + std::chrono::seconds(5));
+  return UpstreamFactory(
+      [spec = std::move(*spec)](
+          boost::asio::any_io_executor strand,
+          const std::string& prefix) -> Expected<std::shared_ptr<bridge::Channel>, std::string> {
+        auto s = spec;
+        s.name = s.name + " " + prefix;
+        return std::shared_ptr<bridge::Channel>(
+            http::ClientChannel::create(std::move(strand), std::move(s)));
+      });
+}
+
+std::shared_ptr<ExposedServer> ExposedServer::create(boost::asio::io_context& ioc, Options options,
+                                                     UpstreamFactory upstream) {
+  return std::shared_ptr<ExposedServer>(
+      new ExposedServer(ioc, std::move(options), std::move(upstream)));
+}
+
+ExposedServer::ExposedServer(boost::asio::io_context& ioc, Options options,
+                             UpstreamFactory upstream)
+    : ioc_(ioc),
+      strand_(boost::asio::make_strand(ioc)),
+      options_(std::move(options)),
+      upstream_(std::move(upstream)) {}
+
+void ExposedServer::start() {
+  mqtt::ServerEndpoint::Options o;
+  o.broker = broker_options(options_.mqtt);
+  o.server_id = options_.server_id;
+  o.server_name = options_.entry.name;
+  o.description = options_.entry.description;
+  o.meta_json = options_.entry.meta_json.empty() ? "{}" : options_.entry.meta_json;
+  o.connect_meta_json = options_.connect_meta_json;
+  o.max_sessions = options_.entry.max_sessions;
+  std::weak_ptr<ExposedServer> weak = weak_from_this();
+  mqtt::ServerEndpoint::Handlers h;
+  h.on_initialize = [weak](std::shared_ptr<mqtt::ClientLink> link, jsonrpc::Message init) {
+    if (auto self = weak.lock()) self->on_initialize(link, init);
+  };
+  h.on_broker = [weak](bool up) {
+    if (auto self = weak.lock()) self->online_ = up;
+  };
+  h.on_reconnected = [weak] {
+    if (auto self = weak.lock()) {
+      ++self->reconnects_;
+      self->check_liveness();
+    }
+  };
+  auto& ioc = ioc_;
+  endpoint_ = mqtt::ServerEndpoint::create(
+      strand_, [&ioc] { return boost::asio::make_strand(ioc); }, o, std::move(h));
+  boost::asio::post(strand_, [self = shared_from_this()] { self->endpoint_->start(); });
+}
+
+void ExposedServer::on_initialize(const std::shared_ptr<mqtt::ClientLink>& link,
+                                  const jsonrpc::Message& init) {
+  // On the link's strand: the whole session lives here.
+  const auto prefix = link->describe();
+  std::shared_ptr<bridge::Channel> upstream;
+  auto made = upstream_(link->executor(), prefix);
+  if (made) {
+    upstream = std::move(*made);
+  } else {
+    logger()->warn("{} cannot serve the session: {}", prefix, made.error());
+    upstream = std::make_shared<RefusedUpstream>(made.error());
+  }
+  (void)init;  // the link delivers it again as its first message, to the splice
+  EgressSession s;
+  s.strand = link->executor();
+  s.scheduler = std::make_unique<AsioScheduler>(link->executor());
+  if (made && options_.entry.protocol != config::ServerProtocol::legacy) {
+    auto mo = modern_upstream_options(options_.entry, options_.egress);
+    mo.memory = era_memory_;
+    mo.log_prefix = prefix;
+    if (options_.entry.is_stdio()) {
+      // stdio §Backward Compatibility: probe a copy of the command, as the v2 SDK client does,
+      // so that a 2025 server which cannot take a request before initialize only loses the copy.
+      mo.probe_channel = [factory = upstream_, strand = link->executor(),
+                          prefix]() -> std::shared_ptr<bridge::Channel> {
+        auto probe = factory(strand, prefix + " [discover probe]");
+        if (!probe) return nullptr;
+        return std::move(*probe);
+      };
+    }
+    upstream = bridge::ModernUpstream::create(std::move(upstream), *s.scheduler, std::move(mo));
+  }
+  bridge::Splice::Options so;
+  const auto timeouts = options_.timeouts;
+  so.timeout_for = [timeouts](const std::string& method) {
+    return std::chrono::milliseconds(timeouts.for_method(method));
+  };
+  so.log_prefix = prefix;
+  so.metrics_direction = options_.entry.is_stdio() ? "stdio_egress" : "http_egress";
+  bridge::Splice::Hooks hooks;
+  std::weak_ptr<ExposedServer> weak = weak_from_this();
+  const auto cid = link->client_id();
+  hooks.on_closed = [weak, cid](const bridge::CloseReason&) {
+    if (auto self = weak.lock()) {
+      boost::asio::post(self->strand_, [self, cid] { self->remove_session(cid); });
+    }
+  };
+  s.splice = bridge::Splice::create(link, upstream, *s.scheduler, so, std::move(hooks));
+  auto splice = s.splice;
+  logger()->info("{} session started ({})", prefix, upstream->describe());
+  boost::asio::post(strand_, [self = shared_from_this(), cid, s = std::move(s)]() mutable {
+    self->add_session(cid, std::move(s));
+  });
+  // Delivers the held initialize to the upstream, tracked like every request.
+  splice->start();
+}
+
+void ExposedServer::add_session(const std::string& client_id, EgressSession s) {
+  // Posted before the splice starts, so a session that ends at once is removed after this.
+  sessions_[client_id] = std::move(s);
+  session_count_ = sessions_.size();
+}
+
+void ExposedServer::remove_session(const std::string& client_id) {
+  auto it = sessions_.find(client_id);
+  if (it == sessions_.end()) return;
+  // Timers and the splice belong to the session's strand: release them there. (The strand is
+  // copied first: the capture below moves the session out.)
+  auto strand = it->second.strand;
+  boost::asio::post(strand, [s = std::make_shared<EgressSession>(std::move(it->second))] {});
+  sessions_.erase(it);
+  session_count_ = sessions_.size();
+}
+
+void ExposedServer::check_liveness() {
+  // 004 §Health Checks: after the broker connection came back, a client whose will fired while
+  // we were away is gone; a ping finds out.
+  for (auto& [cid, s] : sessions_) {
+    boost::asio::post(s.strand, [splice = s.splice, cid = cid] {
+      splice->request_to(
+          bridge::Splice::Side::client, "ping", "", [splice, cid](const jsonrpc::Message& r) {
+            if (r.kind() == jsonrpc::Kind::error &&
+                r.error().code == jsonrpc::code::request_timeout) {
+              splice->close({bridge::CloseReason::Kind::peer_gone,
+                             "client " + cid +
+                                 " did not answer a ping after the broker connection came back"});
+            }
+          });
+    });
+  }
+}
+
+void ExposedServer::stop(std::chrono::milliseconds timeout, std::function<void()> done) {
+  auto self = shared_from_this();
+  boost::asio::post(strand_, [self, timeout, done] {
+    if (!self->endpoint_) {
+      if (done) done();
+      return;
+    }
+    self->endpoint_->stop(timeout, [self, done] {
+      if (done) done();
+    });
+  });
+}
+
+}  // namespace mcpmqtt::directions

@@ -1,0 +1,112 @@
+// Egress: one configured mcpServers entry published on MQTT.
+//
+// A ServerEndpoint announces the server-name; each MQTT client session that initializes gets its
+// own upstream — a child process for a `command` entry, an upstream Streamable HTTP session for
+// a `url` entry — spliced to the client's link on the session's own strand. Unless the entry's
+// protocol is "legacy", a bridge::ModernUpstream sits between the splice and the upstream: it
+// finds out whether the server speaks MCP 2026-07-28 (server/discover first, initialize as the
+// fallback; the verdict is kept per exposed server until a reload) and translates if so. A stdio
+// server whose era is not known yet is probed on a short-lived copy of its command. The splice
+// forwards initialize and everything after it, times requests out, and answers every pending
+// request when either side ends. After the broker connection comes back, every session's MQTT
+// client is pinged, and sessions whose client does not answer are ended (their will may have fired
+// while the bridge was away, so the client may be gone).
+//
+// ExposedServer: one strand for its session table; sessions on their own strands.
+// session_count() and online() may be read from any thread.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+
+#include "bridge/modern_upstream.hpp"
+#include "bridge/splice.hpp"
+#include "config/config.hpp"
+#include "directions/asio_scheduler.hpp"
+#include "mqtt/server_endpoint.hpp"
+
+namespace mcpmqtt::stdio {
+class ChildRegistry;
+}
+
+namespace mcpmqtt::directions {
+
+// Makes the upstream end of one egress session on the session's strand, or says why it cannot.
+using UpstreamFactory = std::function<Expected<std::shared_ptr<bridge::Channel>, std::string>(
+    boost::asio::any_io_executor strand, const std::string& log_prefix)>;
+
+class ExposedServer : public std::enable_shared_from_this<ExposedServer> {
+ public:
+  struct Options {
+    config::MqttConfig mqtt;
+    config::ServerEntry entry;
+    config::EgressConfig egress;
+    config::Timeouts timeouts;
+    std::string server_id;
+    std::string connect_meta_json = "{}";
+  };
+
+  // `upstream` is chosen by the caller from the entry (command or url).
+  static std::shared_ptr<ExposedServer> create(boost::asio::io_context& ioc, Options options,
+                                               UpstreamFactory upstream);
+  void start();
+  // Ends every session (each MQTT client gets `disconnected`, each upstream is closed), clears
+  // presence and disconnects; `done` runs on the server's strand.
+  void stop(std::chrono::milliseconds timeout, std::function<void()> done);
+
+  const std::string& server_name() const { return options_.entry.name; }
+  const std::string& server_id() const { return options_.server_id; }
+  std::size_t session_count() const { return session_count_; }
+  bool online() const { return online_; }
+  std::uint64_t reconnects() const { return reconnects_; }
+  // What the sessions learnt about the server's MCP era (protocol "auto"); unknown at first.
+  bridge::ModernUpstream::Era era() const { return era_memory_->get(); }
+  // Forgets it (a reload): the next session probes again. Any thread.
+  void forget_era() { era_memory_->forget(); }
+
+ private:
+  struct EgressSession {
+    std::unique_ptr<AsioScheduler> scheduler;  // outlives the splice's timers
+    std::shared_ptr<bridge::Splice> splice;
+    boost::asio::any_io_executor strand;
+  };
+
+  ExposedServer(boost::asio::io_context& ioc, Options options, UpstreamFactory upstream);
+  void on_initialize(const std::shared_ptr<mqtt::ClientLink>& link, const jsonrpc::Message& init);
+  void add_session(const std::string& client_id, EgressSession s);
+  void remove_session(const std::string& client_id);
+  void check_liveness();
+
+  boost::asio::io_context& ioc_;
+  boost::asio::any_io_executor strand_;
+  Options options_;
+  UpstreamFactory upstream_;
+  std::shared_ptr<mqtt::ServerEndpoint> endpoint_;
+  std::map<std::string, EgressSession> sessions_;  // by MQTT client id; on strand_
+  std::atomic<std::size_t> session_count_{0};
+  std::atomic<bool> online_{false};
+  std::atomic<std::uint64_t> reconnects_{0};
+  std::shared_ptr<bridge::ModernUpstream::EraMemory> era_memory_ =
+      std::make_shared<bridge::ModernUpstream::EraMemory>();
+};
+
+// The upstream factory for a `command` entry: one child process per session.
+UpstreamFactory child_upstream(const config::ServerEntry& entry, const config::EgressConfig& egress,
+                               std::shared_ptr<stdio::ChildRegistry> children);
+// The upstream factory for a `url` entry: one upstream Streamable HTTP session per session.
+// Fails (with a message naming the key) when the URL or headers cannot be used.
+Expected<UpstreamFactory, std::string> http_upstream(const config::ServerEntry& entry,
+                                                     const config::Timeouts& timeouts);
+
+// The MCP-META object this bridge puts on CONNECT (004 §User Property).
+std::string connect_meta(const std::string& description);
+
+// A server-id for an exposed server: the client-id prefix, a per-process random part, an index.
+std::string make_server_id(const std::string& prefix, std::size_t index);
+
+}  // namespace mcpmqtt::directions

@@ -1,0 +1,318 @@
+#include "directions/ingress.hpp"
+
+#include <optional>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "bridge/holding_channel.hpp"
+#include "bridge/log.hpp"
+#include "bridge/protocol/topics.hpp"
+#include "bridge/splice.hpp"
+#include "bridge/subscription_hub.hpp"
+#include "directions/asio_scheduler.hpp"
+#include "directions/options.hpp"
+#include "mqtt/client_session.hpp"
+
+namespace mcpmqtt::directions {
+
+namespace {
+
+auto logger() {
+  static auto l = log::get("bridge");
+  return l;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v)
+    out += (out.empty() ? "" : ", ") + s;
+  return out.empty() ? "(none)" : out;
+}
+
+}  // namespace
+
+struct Ingress::IngressSession : std::enable_shared_from_this<IngressSession> {
+  std::uint64_t id = 0;
+  std::weak_ptr<Ingress> ingress;
+  boost::asio::any_io_executor strand;
+  std::string server_name;
+  std::shared_ptr<bridge::HoldingChannel> downstream;
+  std::optional<jsonrpc::Id> init_id;
+  bridge::Directory::WatchId watch = 0;
+  std::unique_ptr<boost::asio::steady_timer> wait_timer;
+  std::unique_ptr<AsioScheduler> scheduler;  // declared before the splice: outlives its timers
+  std::shared_ptr<mqtt::ClientSession> upstream;
+  std::shared_ptr<bridge::Splice> splice;
+  // Resource and list-change subscriptions of this session, and its subscriptions/listen.
+  bridge::SubscriptionHub hub;
+  OnClosed on_closed;
+  OnFinished on_finished;
+  bool ended = false;
+
+  std::shared_ptr<Ingress> owner() const { return ingress.lock(); }
+
+  void on_initialize() {
+    auto in = owner();
+    if (!in) return;
+    const auto filters = in->directory_->filters();
+    bool covered = filters.empty();
+    for (const auto& f : filters)
+      covered |= topics::filter_matches(f, server_name);
+    if (!covered) {
+      refuse("the MCP server \"" + server_name +
+             "\" is outside the server-name filters the bridge subscribes to (" + join(filters) +
+             "); add a filter that matches it to ingress.server_name_filters");
+      return;
+    }
+    try_connect();
+  }
+
+  void try_connect() {
+    auto in = owner();
+    if (ended || splice || !in) return;
+    auto inst = in->directory_->pick(server_name, in->options_.ingress.pick == config::Pick::random
+                                                      ? bridge::Directory::Pick::random
+                                                      : bridge::Directory::Pick::round_robin);
+    if (inst) {
+      connect(*inst);
+      return;
+    }
+    if (wait_timer) return;  // already waiting
+    const auto wait = std::chrono::milliseconds(in->options_.ingress.presence_wait_ms);
+    wait_timer = std::make_unique<boost::asio::steady_timer>(strand, wait);
+    std::weak_ptr<IngressSession> weak = weak_from_this();
+    wait_timer->async_wait(
+        [weak, wait, filters = in->directory_->filters()](const boost::system::error_code& ec) {
+          auto self = weak.lock();
+          if (ec || !self || self->splice || self->ended) return;
+          self->refuse("no MCP server named \"" + self->server_name + "\" is online (waited " +
+                       std::to_string(wait.count()) + " ms for its presence on " +
+                       topics::server_presence_filter(self->server_name) +
+                       "; server-name filters in use: " + join(filters) + ")");
+        });
+    auto ex = strand;
+    watch = in->directory_->watch(server_name, [weak, ex] {
+      boost::asio::post(ex, [weak] {
+        if (auto self = weak.lock()) self->try_connect();
+      });
+    });
+  }
+
+  void stop_waiting() {
+    if (wait_timer) wait_timer->cancel();
+    if (watch) {
+      if (auto in = owner()) in->directory_->unwatch(watch);
+      watch = 0;
+    }
+  }
+
+  void connect(const bridge::ServerInstance& inst) {
+    auto in = owner();
+    if (!in) return;
+    stop_waiting();
+    mqtt::ClientSession::Options o;
+    o.broker = in->broker_;
+    // 004 §MQTT Client ID: a fresh client id for every initialize.
+    o.client_id = mqtt::fresh_client_id(in->options_.mqtt.client_id_prefix);
+    o.server_id = inst.server_id;
+    o.server_name = inst.server_name;
+    o.connect_meta_json = in->options_.connect_meta_json;
+    upstream = mqtt::ClientSession::create(strand, o);
+    if (on_finished) upstream->on_finished(on_finished);
+    scheduler = std::make_unique<AsioScheduler>(strand);
+    bridge::Splice::Options so;
+    const auto timeouts = in->options_.timeouts;
+    so.timeout_for = [timeouts](const std::string& method) {
+      return std::chrono::milliseconds(timeouts.for_method(method));
+    };
+    so.log_prefix = upstream->describe();
+    so.metrics_direction = in->options_.metrics_direction;
+    bridge::Splice::Hooks hooks;
+    std::weak_ptr<IngressSession> weak = weak_from_this();
+    hooks.on_closed = [weak](const bridge::CloseReason& why) {
+      if (auto self = weak.lock()) self->end(why);
+    };
+    hooks.on_message = [weak](bridge::Splice::Side from, jsonrpc::Message& m) {
+      auto self = weak.lock();
+      if (!self) return bridge::Splice::Verdict::pass;
+      auto actions = from == bridge::Splice::Side::client ? self->hub.from_client(m)
+                                                          : self->hub.from_server(m);
+      const bool consumed = actions.consumed;
+      self->apply(std::move(actions));
+      return consumed ? bridge::Splice::Verdict::drop : bridge::Splice::Verdict::pass;
+    };
+    hooks.on_closing = [weak](const bridge::CloseReason& why) {
+      auto self = weak.lock();
+      if (!self) return std::vector<jsonrpc::Message>{};
+      // 000 §Cancellation: the server ending the session ends its listens; a graceful end is
+      // a result for each listen request, anything else an error naming why.
+      const bool graceful = why.kind == bridge::CloseReason::Kind::normal ||
+                            why.kind == bridge::CloseReason::Kind::shutdown;
+      return self->hub.close(graceful, why.detail);
+    };
+    logger()->info("{} new session for {}", upstream->describe(), downstream->describe());
+    splice = bridge::Splice::create(downstream, upstream, *scheduler, so, std::move(hooks));
+    splice->start();
+  }
+
+  // Carries out what the subscription hub asks for.
+  void apply(bridge::SubscriptionHub::Actions actions) {
+    if (!splice) return;
+    for (auto& m : actions.to_client)
+      splice->send_to(bridge::Splice::Side::client, std::move(m));
+    std::weak_ptr<IngressSession> weak = weak_from_this();
+    for (auto& uri : actions.subscribe) {
+      splice->request_to_server(
+          "resources/subscribe", "{\"uri\":" + jsonrpc::quote(uri) + "}",
+          [weak, uri](const jsonrpc::Message& response) {
+            auto self = weak.lock();
+            if (!self) return;
+            std::optional<std::string> error;
+            if (response.kind() == jsonrpc::Kind::error) {
+              error = response.error().message;
+              logger()->info("{} the server refused resources/subscribe of {}: {}",
+                             self->splice ? self->splice->prefix() : std::string(), uri, *error);
+            }
+            self->apply(self->hub.subscribed(uri, error));
+          });
+    }
+    for (auto& uri : actions.unsubscribe) {
+      splice->request_to_server("resources/unsubscribe", "{\"uri\":" + jsonrpc::quote(uri) + "}",
+                                [weak, uri](const jsonrpc::Message& response) {
+                                  auto self = weak.lock();
+                                  if (self && response.kind() == jsonrpc::Kind::error &&
+                                      self->splice && !self->splice->closed())
+                                    logger()->info(
+                                        "{} the server refused resources/unsubscribe of {}: {}",
+                                        self->splice->prefix(), uri, response.error().message);
+                                });
+    }
+  }
+
+  void refuse(const std::string& why) {
+    if (ended) return;
+    logger()->warn("{} initialize refused: {}", downstream->describe(), why);
+    if (init_id)
+      downstream->send(jsonrpc::Message::error(*init_id, jsonrpc::code::connection_closed, why));
+    const bridge::CloseReason reason{bridge::CloseReason::Kind::peer_gone, why};
+    downstream->close(reason);
+    end(reason);
+    if (auto fn = std::move(on_finished)) boost::asio::post(strand, fn);
+  }
+
+  void end(const bridge::CloseReason& why) {
+    if (ended) return;
+    ended = true;
+    stop_waiting();
+    if (on_closed) on_closed(why);
+    // Not from inside the splice's own callback: forget the session on the next turn.
+    boost::asio::post(strand, [self = shared_from_this()] {
+      if (auto in = self->owner()) in->forget(self->id);
+    });
+  }
+};
+
+std::shared_ptr<Ingress> Ingress::create(Options options,
+                                         std::shared_ptr<bridge::Directory> directory) {
+  return std::shared_ptr<Ingress>(new Ingress(std::move(options), std::move(directory)));
+}
+
+Ingress::Ingress(Options options, std::shared_ptr<bridge::Directory> directory)
+    : options_(std::move(options)),
+      broker_(broker_options(options_.mqtt)),
+      directory_(std::move(directory)) {}
+
+void Ingress::attach(const std::string& server_name, std::shared_ptr<bridge::Channel> downstream,
+                     boost::asio::any_io_executor strand, OnClosed on_closed,
+                     OnFinished on_finished) {
+  auto s = std::make_shared<IngressSession>();
+  s->ingress = weak_from_this();
+  s->strand = strand;
+  s->server_name = server_name;
+  s->on_closed = std::move(on_closed);
+  s->on_finished = std::move(on_finished);
+  {
+    std::lock_guard lock(mu_);
+    s->id = next_id_++;
+    sessions_[s->id] = s;
+  }
+  std::weak_ptr<IngressSession> weak = s;
+  bridge::HoldingChannel::Hooks hooks;
+  // The hooks may run inside HoldingChannel::create(), before `s->downstream` is set: they
+  // answer through the inner channel and leave the rest to the next turn.
+  hooks.on_held = [weak,
+                   inner = std::weak_ptr<bridge::Channel>(downstream)](const jsonrpc::Message& m) {
+    auto self = weak.lock();
+    if (!self) return false;
+    if (self->init_id) return true;
+    if (m.is_request() && m.method() == "initialize") {
+      self->init_id = m.id();
+      boost::asio::post(self->strand, [weak] {
+        if (auto s2 = weak.lock()) s2->on_initialize();
+      });
+      return true;
+    }
+    // 002 §Lifecycle: initialize comes first.
+    if (auto ch = inner.lock(); ch && m.is_request()) {
+      ch->send(jsonrpc::Message::error(
+          m.id(), jsonrpc::code::invalid_request,
+          "the session is not initialized: send initialize before " + m.method()));
+    }
+    return false;
+  };
+  hooks.on_closed_while_held = [weak](const bridge::CloseReason& why) {
+    auto self = weak.lock();
+    if (!self) return;
+    boost::asio::post(self->strand, [self, why] {
+      if (self->splice) return;  // the splice reports it
+      self->end(why);
+      if (auto fn = std::move(self->on_finished)) fn();
+    });
+  };
+  // The downstream may deliver its first messages from inside create(): the session's fields
+  // must be in place before (on_initialize may run at once, and uses `downstream`).
+  s->downstream =
+      bridge::HoldingChannel::create(std::move(downstream), std::move(hooks), options_.max_held);
+}
+
+void Ingress::forget(std::uint64_t id) {
+  std::shared_ptr<IngressSession> s;
+  {
+    std::lock_guard lock(mu_);
+    auto it = sessions_.find(id);
+    if (it == sessions_.end()) return;
+    s = std::move(it->second);
+    sessions_.erase(it);
+  }
+  // `s` goes away here, on the session's strand (forget is posted there).
+}
+
+std::size_t Ingress::session_count() const {
+  std::lock_guard lock(mu_);
+  return sessions_.size();
+}
+
+void Ingress::close_all(const bridge::CloseReason& why, boost::asio::any_io_executor ex,
+                        std::chrono::milliseconds timeout, std::function<void()> done) {
+  std::vector<std::shared_ptr<IngressSession>> all;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [id, s] : sessions_)
+      all.push_back(s);
+  }
+  for (auto& s : all) {
+    boost::asio::post(s->strand, [s, why] {
+      if (s->splice)
+        s->splice->close(why);
+      else
+        s->refuse(why.detail);
+    });
+  }
+  // Wait for the table to empty (each session forgets itself), bounded by `timeout`.
+  poll_until(
+      ex, [self = shared_from_this()] { return self->session_count() == 0; }, timeout,
+      std::move(done));
+}
+
+}  // namespace mcpmqtt::directions

@@ -1,0 +1,85 @@
+#include "directions/options.hpp"
+
+namespace mcpmqtt::directions {
+
+mqtt::BrokerOptions broker_options(const config::MqttConfig& m) {
+  mqtt::BrokerOptions b;
+  b.host = m.host;
+  b.port = m.port;
+  b.websocket = m.websocket;
+  b.ws_path = m.ws_path;
+  b.tls.enabled = m.tls.enabled;
+  b.tls.ca_file = m.tls.ca_file;
+  b.tls.cert_file = m.tls.cert_file;
+  b.tls.key_file = m.tls.key_file;
+  b.tls.verify = m.tls.verify;
+  b.engine =
+      m.client == config::MqttClient::paho ? mqtt::EngineKind::paho : mqtt::EngineKind::native;
+  b.username = m.username;
+  b.password = m.password;
+  b.keepalive_s = m.keepalive_s;
+  b.qos = m.qos;
+  b.connect_timeout_s = m.connect_timeout_s;
+  b.reconnect_min_ms = m.reconnect_min_ms;
+  b.reconnect_max_ms = m.reconnect_max_ms;
+  b.max_packet_bytes = m.max_packet_bytes;
+  return b;
+}
+
+http::ServerOptions http_server_options(const config::HttpConfig& h) {
+  http::ServerOptions o;
+  o.listen_host = h.listen_host;
+  o.listen_port = h.listen_port;
+  o.allowed_origins = h.allowed_origins;
+  o.allowed_hosts = h.allowed_hosts;
+  o.bearer_tokens = h.bearer_tokens;
+  o.json_response = h.json_response;
+  const auto& l = h.limits;
+  o.limits.max_body_bytes = l.max_body_bytes;
+  o.limits.max_sessions = l.max_sessions;
+  o.limits.max_connections = l.max_connections;
+  o.limits.session_idle_timeout_s = l.session_idle_timeout_s;
+  o.limits.request_header_timeout_s = l.request_header_timeout_s;
+  o.limits.stream_queue_messages = l.stream_queue_messages;
+  o.limits.session_backlog_messages = l.session_backlog_messages;
+  o.limits.replay_buffer_events = l.replay_buffer_events;
+  o.limits.keepalive_interval_s = l.keepalive_interval_s;
+  return o;
+}
+
+stdio::ChildSpec child_spec(const config::ServerEntry& server, const config::EgressConfig& egress,
+                            std::string log_prefix) {
+  stdio::ChildSpec spec;
+  spec.name = server.name;
+  spec.command = server.command;
+  spec.args = server.args;
+  spec.env = server.env;
+  spec.cwd = server.cwd;
+  spec.terminate_after = std::chrono::milliseconds(egress.terminate_after_ms);
+  spec.kill_after = std::chrono::milliseconds(egress.kill_after_ms);
+  spec.log_prefix = std::move(log_prefix);
+  return spec;
+}
+
+bridge::ModernUpstream::Options modern_upstream_options(const config::ServerEntry& server,
+                                                        const config::EgressConfig& egress) {
+  bridge::ModernUpstream::Options o;
+  o.mode = server.protocol == config::ServerProtocol::modern
+               ? bridge::ModernUpstream::Mode::modern
+               : bridge::ModernUpstream::Mode::automatic;
+  o.discover_timeout = std::chrono::milliseconds(egress.discover_timeout_ms);
+  o.max_input_rounds = static_cast<std::size_t>(egress.max_input_rounds);
+  o.server_name = server.name;
+  return o;
+}
+
+Expected<http::UpstreamSpec, std::string> upstream_spec(const config::ServerEntry& server) {
+  auto spec = http::make_upstream_spec(
+      server.name, server.url, {server.headers.begin(), server.headers.end()}, server.tls_verify);
+  if (!spec) return unexpected("mcpServers.\"" + server.name + "\"." + spec.error());
+  // "auto": a 2026-only server's -32022 on initialize is the signal to switch, not the end.
+  spec->modern_fallback = server.protocol == config::ServerProtocol::automatic;
+  return spec;
+}
+
+}  // namespace mcpmqtt::directions

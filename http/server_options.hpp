@@ -1,0 +1,36 @@
+// What the Streamable HTTP server is told: where to listen, whom to trust, and its bounds. The
+// HTTP side's own options, filled by the wiring (directions/options.hpp) from the configuration's
+// http section; messages name the configuration keys (http.limits.*) users set.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mcpmqtt::http {
+
+struct ServerLimits {
+  std::size_t max_body_bytes = 4 * 1024 * 1024;
+  std::size_t max_sessions = 1024;
+  std::size_t max_connections = 4096;
+  int session_idle_timeout_s = 600;
+  int request_header_timeout_s = 30;
+  std::size_t stream_queue_messages = 1024;    // per SSE stream: past this the stream is closed
+  std::size_t session_backlog_messages = 256;  // server messages held while no stream is open
+  std::size_t replay_buffer_events = 256;      // per stream, for Last-Event-ID
+  int keepalive_interval_s = 15;               // SSE comment lines on idle streams
+};
+
+struct ServerOptions {
+  std::string listen_host = "127.0.0.1";
+  std::uint16_t listen_port = 8080;
+  std::vector<std::string> allowed_origins;  // Origin values accepted besides localhost ones
+  std::vector<std::string> allowed_hosts;    // Host values accepted besides localhost ones
+  std::vector<std::string> bearer_tokens;    // empty: no authentication; never logged
+  // Answer POSTed requests with one JSON body instead of an SSE stream.
+  bool json_response = false;
+  ServerLimits limits;
+};
+
+}  // namespace mcpmqtt::http

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# scripts/check-layers.sh on seeded trees: each crossing include is reported, the clean tree passes.
+set -uo pipefail
+check="$(cd "$(dirname "$0")/.." && pwd)/scripts/check-layers.sh"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+
+seed() {  # seed NAME FILE INCLUDE: a tree with one file holding one include
+  local dir="$tmp/$1"
+  mkdir -p "$dir/$(dirname "$2")"
+  printf '#include %s\n' "$3" >"$dir/$2"
+  echo "$dir"
+}
+expect() {  # expect ok|fail NAME FILE INCLUDE
+  local dir out rc
+  dir=$(seed "$2" "$3" "$4")
+  out=$("$check" --root "$dir" 2>&1); rc=$?
+  if [[ $1 == ok && $rc -ne 0 ]] || [[ $1 == fail && $rc -eq 0 ]]; then
+    echo "FAIL: $3 including $4: expected $1, got exit $rc: $out"
+    fail=1
+  elif [[ $1 == fail && $out != *"$3:1:"* ]]; then
+    echo "FAIL: $3 including $4: the report does not name the file and line: $out"
+    fail=1
+  fi
+}
+
+expect ok   clean1 bridge/splice.cpp '"bridge/channel.hpp"'
+expect ok   clean2 mqtt/x.cpp '"bridge/protocol/topics.hpp"'
+expect ok   clean3 directions/x.cpp '"http/client_channel.hpp"'
+expect ok   clean4 daemon/x.cpp '"directions/egress.hpp"'
+expect ok   clean5 tests/x.cpp '"daemon/daemon.hpp"'
+expect fail core1  bridge/x.cpp '"mqtt/broker_connection.hpp"'
+expect fail core2  bridge/x.cpp '<boost/asio/io_context.hpp>'
+expect fail core3  bridge/protocol/x.cpp '"config/config.hpp"'
+expect fail tr1    mqtt/x.hpp '"config/config.hpp"'
+expect fail tr2    http/x.cpp '"mqtt/broker_options.hpp"'
+expect fail tr3    stdio/x.cpp '"http/server_options.hpp"'
+expect fail tr4    http/x.cpp '"directions/options.hpp"'
+expect fail cfg1   config/x.cpp '"mqtt/engine.hpp"'
+expect fail dir1   directions/x.cpp '"daemon/cli.hpp"'
+exit $fail
