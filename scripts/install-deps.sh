@@ -8,6 +8,8 @@
 #                                      pinned example server with it)
 #   scripts/install-deps.sh --runtime  only what the built daemon needs to run, and Node.js for
 #                                      npx-launched MCP servers (the container's runtime stage)
+#   scripts/install-deps.sh --container  what scripts/container.sh needs to build the image and
+#                                      run it with a broker: podman and its helpers, debootstrap
 #   add --print to any of these to list the packages instead of installing them
 set -euo pipefail
 
@@ -17,13 +19,23 @@ for arg in "$@"; do
   case "$arg" in
     --test) mode="test" ;;
     --runtime) mode="runtime" ;;
+    --container) mode="container" ;;
     --demo) mode="demo" ;;
     --print) print=1 ;;
-    *) echo "usage: $0 [--test|--runtime|--demo] [--print]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--test|--runtime|--container|--demo] [--print]" >&2; exit 2 ;;
   esac
 done
 
-if [[ $mode == runtime ]]; then
+if [[ $mode == container ]]; then
+  # podman with runc (crun refuses some machines' cgroup setup); netavark and aardvark-dns for
+  # the compose network and its service names, iptables for netavark's NAT and published ports;
+  # catatonit for `init: true`; debootstrap makes the pinned Debian base image locally (nothing
+  # is pulled from a container registry); python3-yaml reads compose.yaml
+  # (scripts/compose-podman.py).
+  packages=(
+    podman runc netavark aardvark-dns iptables catatonit debootstrap python3 python3-yaml
+  )
+elif [[ $mode == runtime ]]; then
   # The shared libraries the daemon links against (a test compares this list with what `ldd`
   # finds in the built binary, so it cannot fall behind), CA certificates for mqtts:// and
   # https:// upstreams, bash for the container's health check, and Node.js with npm for
@@ -44,8 +56,8 @@ else
   if [[ $mode == test ]]; then
     # openssl: test certificates; systemd: systemd-analyze verify; clang-format: style check;
     # nodejs/npm: fetch the pinned MCP peers (SDK, conformance suite, Node 22) from npm;
-    # python3: scripts/lint-deploy.py, the Dockerfile and compose checks;
-    # python3-prometheus-client: the Prometheus project's own parser reads GET /metrics in a test;
+    # python3 with python3-prometheus-client: the Prometheus project's own parser reads
+    # GET /metrics in a test;
     # clang and libclang-rt-14-dev (libFuzzer, ASan, UBSan): scripts/fuzz.sh.
     packages+=(openssl systemd clang-format python3 python3-prometheus-client clang libclang-rt-14-dev)
     command -v npm >/dev/null || packages+=(nodejs npm)

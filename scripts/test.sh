@@ -27,6 +27,11 @@ for flavour in release asan; do
   done
 done
 
+# The image for real: podman builds docker/Dockerfile and the broker's image, runs the services
+# of docker/compose.yaml, and an MCP SDK client on the host uses them (tests/deploy/
+# container.test.mjs). Alone on the machine's cores, after the ctest runs.
+scripts/container.sh test || status=1
+
 # Every libFuzzer target (clang++, ASan+UBSan), each for MCPMQTT_FUZZ_SECONDS: about 5 minutes.
 scripts/fuzz.sh || status=1
 

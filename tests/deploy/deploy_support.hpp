@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include <catch2/catch.hpp>
 #include <unistd.h>
 
+#include "tests/support/prerequisite.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace mcpmqtt::test::deploy {
@@ -32,6 +34,10 @@ inline std::optional<std::string> find_program(const std::string& name) {
   }
   return std::nullopt;
 }
+
+// A program a test needs is not on PATH: a failure under the test command, a warning elsewhere
+// (tests/support/prerequisite.hpp).
+inline void missing_tool(const std::string& what) { missing_prerequisite("missing " + what); }
 
 // `text` with the one occurrence of `from` replaced by `to`; empty when `from` does not occur
 // exactly once (a test then fails on the empty text rather than testing the wrong thing).

@@ -24,9 +24,9 @@ const std::string kPackagedExec =
 std::optional<std::string> systemd_analyze() {
   auto p = find_program("systemd-analyze");
   if (!p) {
-    WARN(
-        "systemd-analyze is not installed (scripts/install-deps.sh --test installs the systemd "
-        "package): the unit was NOT verified");
+    missing_tool(
+        "systemd-analyze (scripts/install-deps.sh --test installs the systemd package): the unit "
+        "was NOT verified");
   }
   return p;
 }
