@@ -3,6 +3,7 @@
 #
 #   scripts/build.sh            release build in build/
 #   scripts/build.sh asan       AddressSanitizer + UndefinedBehaviorSanitizer build in build-asan/
+#   scripts/build.sh tsan       ThreadSanitizer build in build-tsan/
 #   scripts/build.sh release --target mcp-mqtt-bridge
 #                               only that target (and what it needs); other arguments go to cmake
 set -euo pipefail
@@ -12,7 +13,9 @@ flavour="${1:-release}"
 case "$flavour" in
   release) dir=build; extra=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
   asan)    dir=build-asan; extra=(-DCMAKE_BUILD_TYPE=Debug -DMCPMQTT_SANITIZE=address,undefined) ;;
-  *) echo "usage: $0 [release|asan]" >&2; exit 2 ;;
+  # Optimised: ThreadSanitizer makes everything 5-15 times slower already.
+  tsan)    dir=build-tsan; extra=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DMCPMQTT_SANITIZE=thread) ;;
+  *) echo "usage: $0 [release|asan|tsan]" >&2; exit 2 ;;
 esac
 configure=()
 targets=()

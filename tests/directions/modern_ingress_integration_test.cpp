@@ -448,21 +448,13 @@ struct Conformance {
 
 TEST_CASE(
     "modern ingress: the conformance suite 0.2.0-alpha.12 --requirements 2026-07-28 gives the "
-    "same result through the bridge as against the v2 fixture directly, but for the scenarios "
-    "that need the egress half (input keys carried over MQTT)",
+    "same result through the bridge (HTTP ingress, Mosquitto, stdio egress speaking 2026-07-28 "
+    "to the fixture) as against the v2 fixture directly, scenario by scenario and check by check",
     "[modern-ingress][conformance]") {
   Conformance run("2026-07-28", 37);
-  // What may differ, and why:
-  // - until the egress speaks 2026 to the fixture, the fixture's input key `user_name` cannot
-  //   cross the 2025 leg, so the ingress invents one (design note; digest §14.6);
-  // - a retry with inputResponses nobody asked for starts the call afresh, which the suite may
-  //   score WARNING (strict only; digest §14.6);
-  // - the first request with a new capability set waits for a new MQTT session, and behind the
-  //   stdio egress for a child process to start (Node, several hundred ms on a loaded machine):
-  //   the streaming probe of server-stateless gives the whole exchange 600 ms.
-  const std::set<std::string> known = {
-      "input-required-result-basic-elicitation", "input-required-result-ignore-extra-params",
-      "server-stateless/sep-2575-http-server-no-independent-requests-on-stream"};
+  // Nothing may differ: the egress carries the fixture's input keys over MQTT (bridge keys
+  // inputKey/inputRound), so the ingress needs to invent none.
+  const std::set<std::string> known;
   auto same = mp::compare_except(run.a, run.b, false, known);
   INFO(same.output);
   CHECK(same.unexpected.empty());

@@ -190,7 +190,8 @@ TEST_CASE(
   CHECK(eventually([&] { return call_stream_closed.load(); }));
   c.send(cancel(R"("L")"));
   CHECK(eventually([&] { return listen_stream_closed.load(); }));
-  // Nothing answers a cancelled request, and no cancellation was posted.
+  // Nothing answers a cancelled request, and no cancellation was posted. Not synchronisation:
+  // a window in which either would show.
   std::this_thread::sleep_for(200ms);
   CHECK(c.queued() == 0);
   CHECK(srv.count(test::fake::post_with("notifications/cancelled")) == 0);
@@ -215,6 +216,7 @@ TEST_CASE(
   CHECK(e.error().message == "upstream " + srv.url() +
                                  " closed the event stream before answering \"tools/call\"; "
                                  "2026-07-28 streams cannot be resumed");
+  // Not synchronisation: a window in which a resuming GET would have gone out, and none may.
   std::this_thread::sleep_for(200ms);
   CHECK(srv.count(test::fake::method_is("GET")) == 0);
 }
