@@ -378,7 +378,7 @@ TEST_CASE("http: CORS headers for listed origins only, and preflight", "[http][i
   CHECK(pre.header("access-control-allow-methods") == "GET, POST, DELETE, OPTIONS");
   CHECK(pre.header("access-control-allow-headers") ==
         "Content-Type, Mcp-Session-Id, MCP-Protocol-Version, Mcp-Method, Mcp-Name, "
-            "Last-Event-ID, Authorization");
+        "Last-Event-ID, Authorization");
 
   auto other = c.request(bhttp::verb::options, "/mcp",
                          {{"Host", host}, {"Origin", "https://elsewhere.example.com"}});
