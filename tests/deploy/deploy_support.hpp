@@ -37,7 +37,9 @@ inline std::optional<std::string> find_program(const std::string& name) {
 
 // A program a test needs is not on PATH: a failure under the test command, a warning elsewhere
 // (tests/support/prerequisite.hpp).
-inline void missing_tool(const std::string& what) { missing_prerequisite("missing " + what); }
+inline void missing_tool(const std::string& what) {
+  missing_prerequisite("missing " + what);
+}
 
 // `text` with the one occurrence of `from` replaced by `to`; empty when `from` does not occur
 // exactly once (a test then fails on the empty text rather than testing the wrong thing).
