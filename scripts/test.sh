@@ -27,6 +27,15 @@ for flavour in release asan; do
   done
 done
 
+# ThreadSanitizer: the unit tests (the core's code under the loop, the Paho engine's gate and its
+# callback threads, the I/O threads of the test support). The whole integration tier under TSan
+# is a separate command (README, Development): it does not fit CI's time beside the two builds.
+scripts/build.sh tsan --target unit_tests
+echo "=== tests (tsan) ===" >&2
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+  ctest --test-dir build-tsan --output-on-failure --parallel "${MCPMQTT_TEST_JOBS:-2}" -L '^unit$' \
+    -E 'test names are safe|includes keep the layers|layer check' || status=1
+
 # The image for real: podman builds docker/Dockerfile and the broker's image, runs the services
 # of docker/compose.yaml, and an MCP SDK client on the host uses them (tests/deploy/
 # container.test.mjs). Alone on the machine's cores, after the ctest runs.
