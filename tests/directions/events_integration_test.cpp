@@ -386,14 +386,18 @@ TEST_CASE(
   }));
   rx.start(port);
   rx.control("secret", "/a", reg.key);
-  INFO(bridge.proc->log());
   REQUIRE(rx.until([&](const auto&) { return rx.delivered("/a") == static_cast<std::size_t>(n); },
                    60s));
   rx.drain(1s);
   std::set<std::string> seqs;
   std::map<std::string, int> per_id;
   for (const auto& h : rx.hits) {
-    CHECK(h.verified);
+    // Until the test hands the receiver the secret it answers 401, and the bridge retries.
+    if (!h.verified) {
+      CHECK(h.status == 401);
+      continue;
+    }
+    CHECK(h.status == 204);
     ++per_id[h.id];
     seqs.insert(h.raw.substr(h.raw.find("\"seq\":")));
   }
