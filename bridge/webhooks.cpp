@@ -124,6 +124,11 @@ class Statement {
   sqlite3_stmt* st_ = nullptr;
 };
 
+// A target for logs: without its query, which may carry a token.
+std::string shown(const std::string& target) {
+  return target.substr(0, target.find('?'));
+}
+
 std::string uris_json(const std::vector<std::string>& uris) {
   std::string out = "[";
   for (const auto& u : uris)
@@ -367,7 +372,7 @@ Expected<std::string, jsonrpc::Error> Webhooks::register_subscription(
       R"(,"eventUris":)" + uris_json(r.uris) + R"(,"targetUri":)" + jsonrpc::quote(r.target) +
       R"(,"webhookSecret":{"type":"standard","key":)" + jsonrpc::quote(r.secret) + "}}}";
   logger()->info("[webhooks] registered {}{} for {} on {} → {}", kSubscriptionScheme, r.id,
-                 uris_json(r.uris), server_name, r.target);
+                 uris_json(r.uris), server_name, shown(r.target));
   const std::string server = r.server;
   registrations_[r.id] = std::move(r);
   interest_changed(server);
@@ -580,7 +585,7 @@ void Webhooks::on_outcome(std::int64_t seq, std::uint64_t generation,
   } else if (s == 410) {
     // Standard Webhooks: 410 Gone means the endpoint is gone for good.
     logger()->info("[webhooks] {} answered 410 Gone: {}{} is deregistered",
-                   r != registrations_.end() ? r->second.target : std::string("?"),
+                   r != registrations_.end() ? shown(r->second.target) : std::string("?"),
                    kSubscriptionScheme, item.registration);
     deliveries("gone").inc();
     const std::string id = item.registration;
@@ -604,7 +609,7 @@ void Webhooks::on_outcome(std::int64_t seq, std::uint64_t generation,
     } else {
       if (r != registrations_.end()) set_status(r->second, "failed (" + why + "), retrying");
       logger()->debug("[webhooks] {} to {}: {}; retry {} in {} ms", item.msg_id,
-                      r != registrations_.end() ? r->second.target : std::string("?"), why,
+                      r != registrations_.end() ? shown(r->second.target) : std::string("?"), why,
                       item.attempts, delay.count());
       retries_counter().inc();
       item.timer = scheduler_.schedule(delay, [this, seq] {
