@@ -287,6 +287,7 @@ std::optional<std::string> Webhooks::init() {
         continue;
       }
       ready_.push_back(it.seq);
+      outbox_bytes_ += it.body.size();
       items_.emplace(it.seq, std::move(it));
     }
   }
@@ -443,6 +444,7 @@ void Webhooks::remove_registration(const std::string& id) {
     if (i->second.timer) scheduler_.cancel(i->second.timer);
     if (i->second.in_flight) --in_flight_;
     deliveries("dropped").inc();
+    outbox_bytes_ -= i->second.body.size();
     i = items_.erase(i);
   }
   std::erase_if(ready_, [&](std::int64_t seq) { return !items_.count(seq); });
@@ -477,13 +479,15 @@ void Webhooks::on_event(const std::string& server_name, const jsonrpc::Message& 
   exec("BEGIN");
   Statement st(db_, "INSERT INTO outbox(msg_id, registration, body, created_ms) VALUES(?,?,?,?)");
   for (auto* r : hit) {
-    if (items_.size() >= options_.max_outbox) {
+    // Bounded in events and in bytes: past either, the event is dead-lettered at once.
+    if (items_.size() >= options_.max_outbox ||
+        outbox_bytes_ + updated.size() + 256 > options_.max_outbox_bytes) {
       deliveries("dead_letter").inc();
       dead_letters_counter().inc();
       logger()->warn(
-          "[webhooks] outbox full ({} events, events.webhooks.max_outbox): an event of "
-          "{} for {}{} is dropped",
-          items_.size(), std::string(uri), kSubscriptionScheme, r->id);
+          "[webhooks] outbox full ({} events, {} bytes; events.webhooks.max_outbox): an event "
+          "of {} for {}{} is dropped",
+          items_.size(), outbox_bytes_, std::string(uri), kSubscriptionScheme, r->id);
       continue;
     }
     const auto id_bytes = random_bytes(16);
@@ -506,6 +510,7 @@ void Webhooks::on_event(const std::string& server_name, const jsonrpc::Message& 
     st.reset();
     item.seq = sqlite3_last_insert_rowid(db_);
     ready_.push_back(item.seq);
+    outbox_bytes_ += item.body.size();
     items_.emplace(item.seq, std::move(item));
   }
   // Committed before any POST: an event accepted here survives the process.
@@ -589,6 +594,7 @@ void Webhooks::on_outcome(std::int64_t seq, std::uint64_t generation,
                    kSubscriptionScheme, item.registration);
     deliveries("gone").inc();
     const std::string id = item.registration;
+    outbox_bytes_ -= item.body.size();
     items_.erase(it);
     done_.push_back(seq);
     schedule_flush();
@@ -633,8 +639,15 @@ void Webhooks::finish_item(std::int64_t seq, const char* outcome, const std::str
   } else {
     done_.push_back(seq);
   }
-  if (dead_reason.empty()) items_.erase(seq);
+  if (dead_reason.empty()) erase_item(seq);
   schedule_flush();
+}
+
+void Webhooks::erase_item(std::int64_t seq) {
+  auto it = items_.find(seq);
+  if (it == items_.end()) return;
+  outbox_bytes_ -= it->second.body.size();
+  items_.erase(it);
 }
 
 void Webhooks::schedule_flush() {
@@ -673,7 +686,7 @@ void Webhooks::flush() {
       del.bind(1, seq);
       del.step();
       del.reset();
-      items_.erase(seq);
+      erase_item(seq);
     }
   }
   {
@@ -695,6 +708,7 @@ Webhooks::Stats Webhooks::stats() const {
   Stats s;
   s.registrations = registrations_.size();
   s.outbox = items_.size();
+  s.outbox_bytes = outbox_bytes_;
   s.in_flight = in_flight_;
   if (!items_.empty()) {
     std::int64_t oldest = items_.begin()->second.created_ms;

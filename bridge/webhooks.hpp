@@ -56,6 +56,7 @@ struct WebhookOptions {
   std::size_t max_in_flight = 64;
   std::size_t max_outbox = 100000;  // events waiting (all registrations); past it new ones are
                                     // dead-lettered at once
+  std::size_t max_outbox_bytes = std::size_t(256) << 20;  // their bodies, likewise
   std::size_t max_registrations = 10000;
   std::size_t max_uris = 64;  // per registration
   std::chrono::milliseconds flush_interval{20};
@@ -100,7 +101,8 @@ class Webhooks {
   struct Stats {
     std::size_t registrations = 0;
     std::size_t outbox = 0;
-    double oldest_seconds = 0;  // age of the oldest event waiting
+    std::size_t outbox_bytes = 0;  // the bodies waiting (held in memory as on disk)
+    double oldest_seconds = 0;     // age of the oldest event waiting
     std::size_t in_flight = 0;
   };
 
@@ -171,6 +173,7 @@ class Webhooks {
   void attempt(Item& item);
   void on_outcome(std::int64_t seq, std::uint64_t generation, const WebhookOutcome& outcome);
   void finish_item(std::int64_t seq, const char* outcome, const std::string& dead_reason = {});
+  void erase_item(std::int64_t seq);
   void remove_registration(const std::string& id);
   void schedule_flush();
   void flush();
@@ -185,6 +188,7 @@ class Webhooks {
   std::map<std::string, Registration> registrations_;  // by id
   std::map<std::int64_t, Item> items_;                 // the outbox, by sequence
   std::deque<std::int64_t> ready_;                     // due now, in order
+  std::size_t outbox_bytes_ = 0;                       // bodies in items_
   std::size_t in_flight_ = 0;
   std::uint64_t generation_ = 1;    // outcomes of an earlier close() are ignored
   std::vector<std::int64_t> done_;  // delivered or dropped: to delete

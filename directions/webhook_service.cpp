@@ -202,6 +202,9 @@ void WebhookService::update_gauges() {
       .set(static_cast<std::int64_t>(st.registrations));
   gauge("mcpmqtt_webhook_outbox_events", "Webhook events in the outbox, not delivered yet.")
       .set(static_cast<std::int64_t>(st.outbox));
+  gauge("mcpmqtt_webhook_outbox_bytes",
+        "Bytes of the webhook events in the outbox (held in memory as on disk; at most 256 MiB).")
+      .set(static_cast<std::int64_t>(st.outbox_bytes));
   gauge("mcpmqtt_webhook_outbox_oldest_seconds",
         "Age of the oldest webhook event in the outbox, in seconds (0 when empty).")
       .set(static_cast<std::int64_t>(st.oldest_seconds));

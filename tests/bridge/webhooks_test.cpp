@@ -279,3 +279,30 @@ TEST_CASE(
   CHECK(f.sender.sent[0].d.id != id1);
   CHECK(f.sender.sent[0].d.body.find(R"("payload":{"n":2})") != std::string::npos);
 }
+
+TEST_CASE("webhooks: the outbox is bounded in bytes too: past it, events are dead-lettered",
+          "[webhooks]") {
+  test::TempDir dir;
+  test::ManualScheduler scheduler;
+  FakeSender sender;
+  bridge::WebhookOptions o;
+  o.database = dir.path() + "/w.sqlite3";
+  o.max_in_flight = 1;
+  o.max_outbox_bytes = 4096;
+  auto w = Webhooks::open(o, scheduler, sender, {});
+  REQUIRE(w);
+  REQUIRE((*w)->register_subscription(
+      "a", "srv",
+      msg(R"({"jsonrpc":"2.0","id":1,"method":"resources/subscriptions/register","params":{"uris":["event://x"],"targetUri":"https://e.com"}})"),
+      "https://e.com"));
+  const std::string big(1000, 'x');
+  for (int i = 0; i < 10; ++i)
+    (*w)->on_event(
+        "srv",
+        msg(R"({"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"event://x","payload":")" +
+            big + R"("}})"));
+  const auto st = (*w)->stats();
+  CHECK(st.outbox < 5);
+  CHECK(st.outbox_bytes <= 4096);
+  CHECK(st.outbox_bytes > 0);
+}
