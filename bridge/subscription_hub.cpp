@@ -5,6 +5,9 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "bridge/protocol/events.hpp"
+#include "bridge/raw_json.hpp"
+
 namespace mcpmqtt::bridge {
 
 namespace {
@@ -52,14 +55,45 @@ std::string members_without(const rapidjson::Value* obj, std::string_view skip) 
   return out;
 }
 
+// The members of an object's text as written, without `skip` (raw_json: payloads keep their
+// escapes, numbers and key order, SEP-1803); nullopt when the text cannot be read so.
+std::optional<std::string> raw_members_without(std::string_view obj, std::string_view skip) {
+  auto all = raw_json::members(obj);
+  if (!all) return std::nullopt;
+  std::string out;
+  for (const auto& m : *all) {
+    if (m.name == skip) continue;
+    if (!out.empty()) out.push_back(',');
+    out.push_back('"');
+    out.append(m.name);
+    out += "\":";
+    out.append(m.value);
+  }
+  return out;
+}
+
 // A notification tagged for listens: the params with `_meta.<subscriptionId>` set, built once
-// as two halves around the id so that each copy costs one concatenation.
+// as two halves around the id so that each copy costs one concatenation. The params' members
+// are copied as written; only when that fails are they serialized from the document.
 class Tagger {
  public:
   explicit Tagger(const jsonrpc::Message& m) {
     const auto* params = m.params();
-    const std::string meta = members_without(member(params, "_meta"), kSubscriptionIdKey);
-    const std::string rest = members_without(params, "_meta");
+    std::string meta, rest;
+    const auto raw_params = raw_json::member(m.text(), "params");
+    std::optional<std::string> raw_rest, raw_meta = std::string();
+    if (raw_params) {
+      raw_rest = raw_members_without(*raw_params, "_meta");
+      if (auto raw_m = raw_json::member(*raw_params, "_meta"))
+        raw_meta = raw_members_without(*raw_m, kSubscriptionIdKey);
+    }
+    if (raw_rest && raw_meta) {
+      meta = std::move(*raw_meta);
+      rest = std::move(*raw_rest);
+    } else {
+      meta = members_without(member(params, "_meta"), kSubscriptionIdKey);
+      rest = members_without(params, "_meta");
+    }
     head_ = "{\"_meta\":{" + jsonrpc::quote(kSubscriptionIdKey) + ":";
     tail_ = (meta.empty() ? "" : "," + meta) + "}" + (rest.empty() ? "" : "," + rest) + "}";
     method_ = m.method();
@@ -354,9 +388,15 @@ void SubscriptionHub::fan_out(const jsonrpc::Message& m, Actions& out) {
     const auto* u = member(m.params(), "uri");
     if (!u || !u->IsString()) return;  // malformed: nobody can have asked for it
     uri = std::string(sv(*u));
-    // The capability topic is shared by all clients of the server: only a session that
-    // subscribed to this URI hears of it (design.md, routing rules).
-    if (legacy_.count(*uri)) out.to_client.push_back(m);
+    // The capability topic is shared by all clients of the server: only a session whose
+    // subscription covers this URI hears of it (design.md, routing rules), once however many
+    // of its subscriptions do (SEP-1803: the URI may be a sub-resource of the subscribed one).
+    for (auto candidate : events::covering(*uri)) {
+      if (legacy_.count(std::string(candidate))) {
+        out.to_client.push_back(m);
+        break;
+      }
+    }
   } else {
     out.to_client.push_back(m);  // list changes concern every session of the server
   }
@@ -367,9 +407,24 @@ void SubscriptionHub::fan_out(const jsonrpc::Message& m, Actions& out) {
     out.to_client.push_back(tagger->for_listen(l.id));
   };
   if (uri) {
-    auto by = by_uri_.find(*uri);
-    if (by == by_uri_.end()) return;
-    for (const auto& [key, l] : by->second)
+    // The listens of every covering URI, each once, in opening order. Most updates hit one
+    // URI's listens only: those are visited as they are, without merging.
+    const std::map<std::uint64_t, Listen*>* only = nullptr;
+    std::map<std::uint64_t, Listen*> merged;
+    for (auto candidate : events::covering(*uri)) {
+      auto by = by_uri_.find(std::string(candidate));
+      if (by == by_uri_.end()) continue;
+      if (!only && merged.empty()) {
+        only = &by->second;
+        continue;
+      }
+      if (only) {
+        merged = *only;
+        only = nullptr;
+      }
+      merged.insert(by->second.begin(), by->second.end());
+    }
+    for (const auto& [key, l] : only ? *only : merged)
       tag_for(*l);
     return;
   }

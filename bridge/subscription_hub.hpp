@@ -4,8 +4,10 @@
 // which every client of that server shares (004 §Capability change notifications). The
 // downstream client asked for some of them, in one of two ways:
 // - legacy `resources/subscribe` / `resources/unsubscribe` (2024-11-05 … 2025-11-25): the
-//   requests go to the server; `notifications/resources/updated` is delivered only for URIs the
-//   session subscribed to; list changes go to every session, as a direct server would send them;
+//   requests go to the server; `notifications/resources/updated` is delivered only when a URI
+//   the session subscribed to covers the update's (events::covers: the same URI, or a
+//   sub-resource after '/', '?' or '#', SEP-1803); list changes go to every session, as a direct
+//   server would send them;
 // - `subscriptions/listen` streams (000): the bridge answers them itself, since the servers on
 //   MQTT are session-based and do not know the method. Each listen gets the acknowledgement
 //   first, holding only what the server can honour (its `listChanged` capabilities, and
@@ -113,9 +115,9 @@ class SubscriptionHub {
   Capabilities caps_;
   std::optional<jsonrpc::Id> initialize_id_;
   std::map<std::uint64_t, Listen> listens_;  // by opening order
-  // For each honoured URI, the listens that hear of its updates, by opening order: an update
-  // visits only those (at thousands of listens, hashing the URI once per listen cost more
-  // than the delivery).
+  // For each honoured URI, the listens that hear of its updates (and of its sub-resources'),
+  // by opening order: an update visits only those of its covering URIs (events::covering) (at
+  // thousands of listens, hashing the URI once per listen cost more than the delivery).
   std::unordered_map<std::string, std::map<std::uint64_t, Listen*>> by_uri_;
   std::uint64_t next_key_ = 1;
   std::unordered_map<jsonrpc::Id, std::uint64_t, jsonrpc::IdHash> listen_keys_;

@@ -749,6 +749,36 @@ LoadResult parse(const std::string& text, const std::string& origin, GetEnv gete
     r.integer("max_input_rounds", cfg.egress.max_input_rounds, 1, 100);
     r.finish();
   }
+  if (const Value* v = top.object("events")) {
+    ObjectReader r(*v, "events", problems);
+    if (const Value* w = r.object("webhooks")) {
+      ObjectReader wr(*w, r.path_of("webhooks"), problems);
+      auto& W = cfg.events.webhooks;
+      wr.boolean("enabled", W.enabled);
+      wr.string("database", W.database);
+      wr.boolean("allow_http", W.allow_http);
+      wr.string_list("allow_targets", W.allow_targets);
+      wr.integer("timeout_ms", W.timeout_ms, 100, 600000);
+      wr.integer("retry_min_ms", W.retry_min_ms, 1, 3600000);
+      wr.integer("retry_max_ms", W.retry_max_ms, 1, 24 * 3600000);
+      wr.integer("retry_window_s", W.retry_window_s, 1, 30 * 86400);
+      wr.integer("max_in_flight", W.max_in_flight, 1, 100000);
+      wr.integer("max_outbox", W.max_outbox, 1, 100000000);
+      wr.integer("max_registrations", W.max_registrations, 1, 10000000);
+      wr.integer("max_uris", W.max_uris, 1, 100000);
+      if (W.retry_max_ms < W.retry_min_ms)
+        wr.problem("retry_max_ms", "must not be below retry_min_ms (" +
+                                       std::to_string(W.retry_min_ms) + "), found " +
+                                       std::to_string(W.retry_max_ms));
+      if (W.enabled && W.database.empty())
+        wr.problem("database",
+                   "is required when webhooks are enabled: the SQLite file that keeps "
+                   "registrations and the outbox, such as "
+                   "\"/var/lib/mcp-mqtt-bridge/webhooks.sqlite3\"");
+      wr.finish();
+    }
+    r.finish();
+  }
   if (const Value* v = top.object("timeouts"))
     read_timeouts(*v, "timeouts", cfg.timeouts, problems);
   if (const Value* v = top.object("log")) {

@@ -199,8 +199,36 @@ struct DaemonConfig {
   bool operator==(const DaemonConfig&) const = default;
 };
 
+// SEP-1803 webhooks served by the bridge for MQTT-hosted servers with in-band events
+// (events.webhooks; README "Events and webhooks").
+struct WebhooksConfig {
+  bool enabled = false;
+  std::string database;     // SQLite file of registrations and the outbox (required when enabled)
+  bool allow_http = false;  // accept http:// targets (https only otherwise)
+  // Targets allowed although they resolve to loopback, link-local or private addresses: IP
+  // addresses or networks ("127.0.0.1", "10.0.0.0/8", "::1/128").
+  std::vector<std::string> allow_targets;
+  int timeout_ms = 10000;      // one POST: connect, send, response
+  int retry_min_ms = 1000;     // first retry after this, doubling…
+  int retry_max_ms = 300000;   // …up to this (±25 % jitter)
+  int retry_window_s = 86400;  // an event not delivered within this is dead-lettered
+  std::size_t max_in_flight = 64;
+  std::size_t max_outbox = 100000;
+  std::size_t max_registrations = 10000;
+  std::size_t max_uris = 64;
+
+  bool operator==(const WebhooksConfig&) const = default;
+};
+
+struct EventsConfig {
+  WebhooksConfig webhooks;
+
+  bool operator==(const EventsConfig&) const = default;
+};
+
 struct Config {
   MqttConfig mqtt;
+  EventsConfig events;
   HttpConfig http;
   IngressConfig ingress;
   EgressConfig egress;

@@ -237,6 +237,10 @@ std::string usage() {
       "rejected and the running one stays). HTTP: /mcp, /servers/{name}/mcp, /servers,\n"
       "/healthz, /readyz and /metrics (Prometheus). /mcp and /servers/{name}/mcp serve MCP\n"
       "2025 sessions and MCP 2026-07-28 requests alike (ingress.modern in the configuration).\n"
+      "Events (SEP-1803): resource updates reach sessions whose subscription covers the URI\n"
+      "(the same URI, or it followed by '/', '?' or '#'); with events.webhooks.enabled the\n"
+      "bridge serves webhooks (resources/subscriptions/register) for MQTT-hosted servers with\n"
+      "in-band events, kept in the SQLite file events.webhooks.database.\n"
       "Exit status: 0 success, 1 runtime failure, 2 bad usage or invalid configuration.\n"
       "A sample configuration documenting every key: config/bridge.example.jsonc\n";
   return out;

@@ -43,6 +43,10 @@ class Daemon::HttpBackend : public http::Backend {
               boost::asio::any_io_executor strand) override {
     d_.ingress_->attach(server_name, std::move(session), std::move(strand));
   }
+  void attach_session(const std::string& server_name, std::shared_ptr<bridge::Channel> session,
+                      boost::asio::any_io_executor strand, const std::string& principal) override {
+    d_.ingress_->attach(server_name, std::move(session), std::move(strand), {}, {}, principal);
+  }
   bool serves_modern() override { return d_.modern_ != nullptr; }
   void handle_modern(http::ModernRequest request,
                      std::shared_ptr<http::ModernReply> reply) override {
@@ -85,6 +89,7 @@ Daemon::~Daemon() {
   // HTTP sessions hold timers of this io_context: release them first.
   http_.reset();
   modern_.reset();
+  webhooks_.reset();
   ingress_.reset();
 }
 
@@ -162,6 +167,27 @@ bool Daemon::start() {
         return false;
       }
       modern_ = std::move(*made);
+    }
+    if (cfg_.events.webhooks.enabled) {
+      auto made = directions::WebhookService::create(boost::asio::make_strand(ioc_),
+                                                     cfg_.events.webhooks, ingress_);
+      if (!made) {
+        logger()->error("webhooks: {}", made.error());
+        return false;
+      }
+      webhooks_ = std::move(*made);
+      std::weak_ptr<directions::WebhookService> weak = webhooks_;
+      ingress_->serve_webhooks([weak](const std::string& server_name, const std::string& principal,
+                                      jsonrpc::Message request,
+                                      std::function<void(jsonrpc::Message)> reply) {
+        if (auto w = weak.lock()) {
+          w->handle(server_name, principal, std::move(request), std::move(reply));
+        } else {
+          reply(jsonrpc::Message::error(request.id(), jsonrpc::code::connection_closed,
+                                        "the bridge is stopping"));
+        }
+      });
+      webhooks_->start();
     }
     backend_ = std::make_unique<HttpBackend>(*this);
     http_ = std::make_unique<http::Server>(ioc_, directions::http_server_options(cfg_.http),
@@ -401,6 +427,7 @@ void Daemon::begin_stop(const std::string& why) {
   };
   auto stop_ingress = [this, grace, stop_servers] {
     if (http_) http_->stop("the bridge is stopping");
+    if (webhooks_) webhooks_->close();
     if (ingress_) {
       ingress_->close_all({bridge::CloseReason::Kind::shutdown, "the bridge is stopping"}, strand_,
                           grace / 2, stop_servers);

@@ -33,6 +33,7 @@
 #include "directions/egress.hpp"
 #include "directions/ingress.hpp"
 #include "directions/modern_ingress.hpp"
+#include "directions/webhook_service.hpp"
 #include "mqtt/directory_observer.hpp"
 
 namespace mcpmqtt::stdio {
@@ -96,7 +97,8 @@ class Daemon {
   std::map<std::string, std::shared_ptr<metrics::Registry::CallbackHandle>> server_gauges_;
   std::vector<std::shared_ptr<metrics::Registry::CallbackHandle>> gauges_;
   std::shared_ptr<directions::Ingress> ingress_;
-  std::shared_ptr<directions::ModernIngress> modern_;  // ingress.modern: 2026-07-28 clients
+  std::shared_ptr<directions::ModernIngress> modern_;     // ingress.modern: 2026-07-28 clients
+  std::shared_ptr<directions::WebhookService> webhooks_;  // events.webhooks
   std::unique_ptr<HttpBackend> backend_;
   std::unique_ptr<http::Server> http_;
   std::atomic<bool> http_bound_{false};

@@ -7,7 +7,9 @@
 
 #include "bridge/holding_channel.hpp"
 #include "bridge/log.hpp"
+#include "bridge/protocol/events.hpp"
 #include "bridge/protocol/topics.hpp"
+#include "bridge/raw_json.hpp"
 #include "bridge/splice.hpp"
 #include "bridge/subscription_hub.hpp"
 #include "directions/asio_scheduler.hpp"
@@ -49,6 +51,58 @@ struct Ingress::IngressSession : std::enable_shared_from_this<IngressSession> {
   OnClosed on_closed;
   OnFinished on_finished;
   bool ended = false;
+  // Webhooks served by the bridge (Ingress::serve_webhooks), for this session's principal.
+  std::string principal;
+  WebhookHandler webhooks;
+  std::optional<jsonrpc::Id> client_init_id;
+  bool webhooks_here = false;  // the server has in-band events and no webhooks of its own
+
+  // The webhook part of the hook: may replace the initialize result, or take a request.
+  bool webhook_hook(bridge::Splice::Side from, jsonrpc::Message& m) {
+    if (from == bridge::Splice::Side::client) {
+      if (!m.is_request()) return false;
+      if (m.method() == "initialize") {
+        client_init_id = m.id();
+        return false;
+      }
+      if (!webhooks_here) return false;
+      bool ours = m.method() == events::kRegister || m.method() == events::kDeregister;
+      if (!ours && m.method() == "resources/read") {
+        const auto* params = m.params();
+        if (params && params->IsObject()) {
+          auto u = params->FindMember("uri");
+          ours =
+              u != params->MemberEnd() && u->value.IsString() &&
+              std::string_view(u->value.GetString(), u->value.GetStringLength())
+                      .substr(0, events::kSubscriptionScheme.size()) == events::kSubscriptionScheme;
+        }
+      }
+      if (!ours) return false;
+      std::weak_ptr<IngressSession> weak = weak_from_this();
+      webhooks(server_name, principal, m, [weak](jsonrpc::Message answer) {
+        auto self = weak.lock();
+        if (!self) return;
+        boost::asio::post(self->strand, [self, answer = std::move(answer)]() mutable {
+          if (self->splice && !self->splice->closed())
+            self->splice->send_to(bridge::Splice::Side::client, std::move(answer));
+        });
+      });
+      return true;
+    }
+    if (client_init_id && m.is_response() && m.id() == *client_init_id) {
+      client_init_id.reset();
+      if (m.kind() != jsonrpc::Kind::result) return false;
+      const auto raw = raw_json::member(m.text(), "result");
+      if (!raw) return false;
+      const auto caps = events::capabilities(*raw);
+      if (!caps.subscribe || caps.webhook) return false;  // SEP-1803: the server's own pass
+      if (auto with = events::with_webhook(*raw)) {
+        webhooks_here = true;
+        m = jsonrpc::Message::result(m.id(), *with);
+      }
+    }
+    return false;
+  }
 
   std::shared_ptr<Ingress> owner() const { return ingress.lock(); }
 
@@ -136,6 +190,7 @@ struct Ingress::IngressSession : std::enable_shared_from_this<IngressSession> {
     hooks.on_message = [weak](bridge::Splice::Side from, jsonrpc::Message& m) {
       auto self = weak.lock();
       if (!self) return bridge::Splice::Verdict::pass;
+      if (self->webhooks && self->webhook_hook(from, m)) return bridge::Splice::Verdict::drop;
       auto actions = from == bridge::Splice::Side::client ? self->hub.from_client(m)
                                                           : self->hub.from_server(m);
       const bool consumed = actions.consumed;
@@ -225,17 +280,19 @@ Ingress::Ingress(Options options, std::shared_ptr<bridge::Directory> directory)
 
 void Ingress::attach(const std::string& server_name, std::shared_ptr<bridge::Channel> downstream,
                      boost::asio::any_io_executor strand, OnClosed on_closed,
-                     OnFinished on_finished) {
+                     OnFinished on_finished, std::string principal) {
   auto s = std::make_shared<IngressSession>();
   s->ingress = weak_from_this();
   s->strand = strand;
   s->server_name = server_name;
   s->on_closed = std::move(on_closed);
   s->on_finished = std::move(on_finished);
+  s->principal = std::move(principal);
   {
     std::lock_guard lock(mu_);
     s->id = next_id_++;
     sessions_[s->id] = s;
+    if (!s->principal.empty()) s->webhooks = webhooks_;
   }
   std::weak_ptr<IngressSession> weak = s;
   bridge::HoldingChannel::Hooks hooks;
@@ -274,6 +331,11 @@ void Ingress::attach(const std::string& server_name, std::shared_ptr<bridge::Cha
   // must be in place before (on_initialize may run at once, and uses `downstream`).
   s->downstream =
       bridge::HoldingChannel::create(std::move(downstream), std::move(hooks), options_.max_held);
+}
+
+void Ingress::serve_webhooks(WebhookHandler handler) {
+  std::lock_guard lock(mu_);
+  webhooks_ = std::move(handler);
 }
 
 void Ingress::forget(std::uint64_t id) {

@@ -45,10 +45,23 @@ class Ingress : public std::enable_shared_from_this<Ingress> {
   static std::shared_ptr<Ingress> create(Options options,
                                          std::shared_ptr<bridge::Directory> directory);
 
-  // Starts serving `downstream` (not yet started) with `server_name`, on `strand`.
+  // Starts serving `downstream` (not yet started) with `server_name`, on `strand`. `principal`
+  // names who opened it (a digest of the bearer token, "stdio"; never a secret), for what the
+  // bridge keeps on the session's behalf (webhook registrations); empty: unknown, and such
+  // sessions are not offered webhooks.
   void attach(const std::string& server_name, std::shared_ptr<bridge::Channel> downstream,
               boost::asio::any_io_executor strand, OnClosed on_closed = {},
-              OnFinished on_finished = {});
+              OnFinished on_finished = {}, std::string principal = {});
+
+  // SEP-1803 webhooks served by the bridge (events.webhooks): for sessions with a principal to
+  // servers with in-band events (resources.subscribe) that do not advertise "webhook"
+  // themselves, the initialize result gains "webhook" in resources.subscription, and
+  // resources/subscriptions/register, .../deregister and resources/read of subscription://
+  // URIs go to `handler` instead of the server; `reply` (any strand) answers the client.
+  using WebhookHandler =
+      std::function<void(const std::string& server_name, const std::string& principal,
+                         jsonrpc::Message request, std::function<void(jsonrpc::Message)> reply)>;
+  void serve_webhooks(WebhookHandler handler);
   // Ends every session (pending requests answered with `why`); `done` runs when the table is
   // empty or after `timeout`, on `ex`.
   void close_all(const bridge::CloseReason& why, boost::asio::any_io_executor ex,
@@ -66,6 +79,7 @@ class Ingress : public std::enable_shared_from_this<Ingress> {
   mutable std::mutex mu_;
   std::map<std::uint64_t, std::shared_ptr<IngressSession>> sessions_;
   std::uint64_t next_id_ = 1;
+  WebhookHandler webhooks_;  // under mu_
 };
 
 }  // namespace mcpmqtt::directions

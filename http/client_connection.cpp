@@ -131,6 +131,15 @@ void ClientConnection::on_resolve(const error_code& ec,
     f.cause = "cannot resolve host \"" + url_.host + "\": " + ec.message();
     return finish_connect(f);
   }
+  if (address_check_) {
+    for (const auto& entry : results) {
+      auto why = address_check_(entry.endpoint().address());
+      if (why.empty()) continue;
+      Failure f = failure(Stage::resolve, net::error::access_denied);
+      f.cause = std::move(why);
+      return finish_connect(f);
+    }
+  }
   tcp().expires_at(connect_deadline_);
   tcp().async_connect(
       results, [self = shared_from_this()](const error_code& e, const net::ip::tcp::endpoint&) {

@@ -55,6 +55,11 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
 
   // Resolves the host, connects and (https) completes the TLS handshake within `timeout`.
   void async_connect(std::chrono::milliseconds timeout, Done done);
+  // Checked before connecting: every address the host resolves to must pass (an empty answer),
+  // else the connection fails at Stage::resolve with the answer as its cause. Webhooks use it
+  // so that a name cannot resolve to a private address between registration and delivery.
+  using AddressCheck = std::function<std::string(const boost::asio::ip::address&)>;
+  void check_addresses(AddressCheck check) { address_check_ = std::move(check); }
   // Writes `request` within `timeout`.
   void async_write(ClientRequest request, std::chrono::milliseconds timeout, Done done);
   // Reads the response header within `timeout` (at most 16 KiB).
@@ -112,6 +117,7 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   std::chrono::milliseconds connect_timeout_{0};
   bool resolve_timed_out_ = false;
   Done connect_done_;
+  AddressCheck address_check_;
   unsigned exchanges_ = 0;
   bool body_complete_ = false;
 };

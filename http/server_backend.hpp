@@ -64,6 +64,14 @@ class Backend {
   // `strand` is the session's strand: whatever the backend joins to the session runs there.
   virtual void attach(const std::string& server_name, std::shared_ptr<bridge::Channel> session,
                       boost::asio::any_io_executor strand) = 0;
+  // attach() with who opened the session: principal_of its initialize POST (a digest of the
+  // bearer token, or "anonymous"; never the token). The HTTP server calls this one.
+  virtual void attach_session(const std::string& server_name,
+                              std::shared_ptr<bridge::Channel> session,
+                              boost::asio::any_io_executor strand, const std::string& principal) {
+    (void)principal;
+    attach(server_name, std::move(session), std::move(strand));
+  }
   // Whether modern requests are served (ingress.modern.enabled); otherwise they get the 2025
   // handling as before. (any thread)
   virtual bool serves_modern() { return false; }

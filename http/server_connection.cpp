@@ -589,6 +589,8 @@ void ServerConnection::handle_mcp(Request& req) {
                          "Service Unavailable: no random source for a session id", answer_id),
           false);
     auto fresh = std::make_shared<ServerSession>(state_, id, server);
+    fresh->set_principal(
+        principal_of(sv(req[bhttp::field::authorization]), state_->tokens.enabled()));
     if (!state_->sessions.insert(id, fresh, state_->http.limits.max_sessions)) {
       state_->log->warn(
           "{} initialize refused: {} MCP sessions are open "

@@ -157,7 +157,7 @@ void ServerSession::do_begin(std::shared_ptr<Exchange> exchange, Message initial
   arm_idle_timer(std::chrono::seconds(state_->http.limits.session_idle_timeout_s));
   state_->log->debug("{} initialize for {} (client asks for protocol {})", label_, server_name_,
                      requested_version_.empty() ? "?" : requested_version_);
-  state_->backend.attach(server_name_, shared_from_this(), strand_);
+  state_->backend.attach_session(server_name_, shared_from_this(), strand_, principal_);
 }
 
 void ServerSession::on_initialize_response(const Message& response,

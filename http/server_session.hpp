@@ -37,6 +37,9 @@ class ServerSession : public bridge::Channel, public std::enable_shared_from_thi
 
   const std::string& id() const { return id_; }
   const std::string& server_name() const { return server_name_; }
+  // Who opened the session (principal_of the initialize POST's Authorization); set before
+  // begin().
+  void set_principal(std::string principal) { principal_ = std::move(principal); }
 
   // Request handlers, called by connections (any strand). `protocol_version` is the
   // MCP-Protocol-Version header, already checked, or empty.
@@ -106,6 +109,7 @@ class ServerSession : public bridge::Channel, public std::enable_shared_from_thi
   const std::string id_;
   const std::string server_name_;
   const std::string label_;
+  std::string principal_;
 
   Phase phase_ = Phase::initializing;
   std::shared_ptr<Receiver> receiver_;

@@ -9,6 +9,8 @@
 #   scripts/bench.sh fanout [ARGS…]           the fan-out to 1,000 and 10,000 listen streams
 #   scripts/bench.sh modern [ARGS…]           MCP 2026-07-28 requests against 2025 session ones
 #                                             through the same bridge (about 2 minutes)
+#   scripts/bench.sh webhooks [ARGS…]         events to 1,000 webhook registrations, outbox on
+#                                             disk (about 1 minute)
 #
 # e.g. scripts/bench.sh compare --only 1,2 --requests 500,
 #      scripts/bench.sh compare --only 3 --engines native --brokers default (one cell),
@@ -17,13 +19,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 which=all
 case "${1:-}" in
-  compare | fanout | modern)
+  compare | fanout | modern | webhooks)
     which=$1
     shift
     ;;
   "") ;;
   *)
-    echo "usage: scripts/bench.sh [compare|fanout|modern [ARGS…]]" >&2
+    echo "usage: scripts/bench.sh [compare|fanout|modern|webhooks [ARGS…]]" >&2
     exit 2
     ;;
 esac
@@ -32,7 +34,8 @@ scripts/setup-node.sh >/dev/null  # supergateway and the Node it runs on (tests/
 cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMCPMQTT_BUILD_BENCHMARKS=ON \
   -DMCPMQTT_WERROR=ON >/dev/null
 cmake --build build-bench --parallel "${MCPMQTT_BUILD_JOBS:-2}" \
-  --target bench_fanout bench_compare bench_modern bench_mqtt_echo_server mcp-mqtt-bridge mcp_test_server
+  --target bench_fanout bench_compare bench_modern bench_webhooks bench_mqtt_echo_server \
+  mcp-mqtt-bridge mcp_test_server mcp_events_server
 if [[ $which == all || $which == compare ]]; then
   echo "== the bridge against the floor and supergateway, per MQTT engine and broker: latency, throughput, sessions, payload (issue 9) =="
   build-bench/bench/bench_compare "$@"
@@ -44,4 +47,8 @@ fi
 if [[ $which == all || $which == modern ]]; then
   echo "== MCP 2026-07-28 requests against 2025 session requests through the same bridge (issue 19) =="
   build-bench/bench/bench_modern "$@"
+fi
+if [[ $which == all || $which == webhooks ]]; then
+  echo "== webhooks: events of one server to 1,000 registrations, outbox on disk (issue 22) =="
+  build-bench/bench/bench_webhooks "$@"
 fi

@@ -43,6 +43,7 @@ elif [[ $mode == runtime ]]; then
   packages=(
     libc6 libgcc-s1 libstdc++6
     libpaho-mqtt1.3 libpaho-mqttpp3-1 libssl3 libspdlog1.10 libfmt9 libboost-system1.74.0
+    libsqlite3-0
     ca-certificates bash
     nodejs npm
   )
@@ -50,7 +51,7 @@ else
   packages=(
     build-essential cmake ninja-build pkg-config
     libboost-dev libboost-system-dev libpaho-mqttpp-dev libpaho-mqtt-dev rapidjson-dev
-    libspdlog-dev libssl-dev libsystemd-dev catch2
+    libspdlog-dev libssl-dev libsystemd-dev libsqlite3-dev catch2
     mosquitto mosquitto-clients ca-certificates
   )
   if [[ $mode == test ]]; then

@@ -297,3 +297,70 @@ TEST_CASE("hub: other traffic passes untouched", "[hub]") {
                   .consumed);
   CHECK_FALSE(bridge::subscription_id(msg(R"({"jsonrpc":"2.0","method":"n"})")));
 }
+
+TEST_CASE(
+    "hub (SEP-1803 §In-Band): an update of a sub-resource reaches the sessions and listens whose "
+    "URI covers it, each once, and no one else",
+    "[hub][events]") {
+  auto hub = initialized(kAll);
+  hub.from_client(listen("1", R"({"resourceSubscriptions":["event://x/tick"]})"));
+  hub.from_client(
+      listen("2", R"({"resourceSubscriptions":["event://x/tick","event://x/tick/7"]})"));
+  hub.from_client(listen("3", R"({"resourceSubscriptions":["event://x/tick/7"]})"));
+  hub.from_client(listen("4", R"({"resourceSubscriptions":["event://x/tic"]})"));
+  for (auto uri : {"event://x/tick", "event://x/tick/7", "event://x/tic"})
+    hub.subscribed(uri, std::nullopt);
+  CHECK(texts(hub.from_server(updated("event://x/tick/7")).to_client) ==
+        std::vector<std::string>{tagged_update("1", "event://x/tick/7"),
+                                 tagged_update("2", "event://x/tick/7"),
+                                 tagged_update("3", "event://x/tick/7")});
+  CHECK(texts(hub.from_server(updated("event://x/tick?a=1")).to_client) ==
+        std::vector<std::string>{tagged_update("1", "event://x/tick?a=1"),
+                                 tagged_update("2", "event://x/tick?a=1")});
+  CHECK(texts(hub.from_server(updated("event://x/tick#f")).to_client) ==
+        std::vector<std::string>{tagged_update("1", "event://x/tick#f"),
+                                 tagged_update("2", "event://x/tick#f")});
+  // The other side of the boundary: a longer name is another resource.
+  CHECK(hub.from_server(updated("event://x/ticks")).to_client.empty());
+  CHECK(texts(hub.from_server(updated("event://x/tic")).to_client) ==
+        std::vector<std::string>{tagged_update("4", "event://x/tic")});
+
+  // A legacy subscription (resources/subscribe, 2025) follows the same rule, once.
+  auto legacy = initialized(kAll);
+  for (auto [id, uri] : {std::pair{8, "event://x/tick"}, std::pair{9, "event://x/tick/7"}}) {
+    legacy.from_client(msg(R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
+                           R"(,"method":"resources/subscribe","params":{"uri":")" + uri +
+                           R"("}})"));
+    legacy.from_server(msg(R"({"jsonrpc":"2.0","id":)" + std::to_string(id) + R"(,"result":{}})"));
+  }
+  for (auto uri : {"event://x/tick", "event://x/tick/7", "event://x/tick/7/8", "event://x/tick?a=1",
+                   "event://x/tick#f"}) {
+    INFO(uri);
+    CHECK(texts(legacy.from_server(updated(uri)).to_client) ==
+          std::vector<std::string>{std::string(updated(uri).text())});
+  }
+  for (auto uri : {"event://x/ticks", "event://x/tic", "event://x"}) {
+    INFO(uri);
+    CHECK(legacy.from_server(updated(uri)).to_client.empty());
+  }
+}
+
+TEST_CASE(
+    "hub (SEP-1803): a tagged update carries its payload as written — escapes, numbers beyond "
+    "2^64, key order",
+    "[hub][events]") {
+  auto hub = initialized(kAll);
+  hub.from_client(listen("1", R"({"resourceSubscriptions":["event://x/tick"]})"));
+  hub.subscribed("event://x/tick", std::nullopt);
+  const std::string payload =
+      R"({"z":1,"huge":123456789012345678901234567890,"f":1.10,"s":"\u00e9\/"})";
+  auto out = hub.from_server(msg(
+      R"({"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"event://x/tick/7", "payload" : )" +
+      payload + R"(,"_meta":{"k":"v"}}})"));
+  CHECK(
+      texts(out.to_client) ==
+      std::vector<std::string>{
+          R"({"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":{)"
+          R"("io.modelcontextprotocol/subscriptionId":1,"k":"v"},"uri":"event://x/tick/7","payload":)" +
+          payload + "}}"});
+}

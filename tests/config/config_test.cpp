@@ -501,3 +501,23 @@ TEST_CASE(
   p = only_problem(R"({"ingress": {"modern": {"state_secret_file": "/nonexistent/s"}}})");
   CHECK(p.path == "ingress.modern.state_secret_file");
 }
+
+TEST_CASE("events.webhooks: off by default, a database required when on, bounds checked",
+          "[config][webhooks]") {
+  const auto d = good("{}");
+  CHECK_FALSE(d.events.webhooks.enabled);
+  CHECK_FALSE(d.events.webhooks.allow_http);
+  CHECK(d.events.webhooks.allow_targets.empty());
+  const auto c = good(
+      R"({"events": {"webhooks": {"enabled": true, "database": "/tmp/w.sqlite3", "allow_http": true,
+          "allow_targets": ["10.0.0.0/8"], "retry_min_ms": 50, "retry_max_ms": 100}}})");
+  CHECK(c.events.webhooks.enabled);
+  CHECK(c.events.webhooks.database == "/tmp/w.sqlite3");
+  CHECK(c.events.webhooks.allow_targets == std::vector<std::string>{"10.0.0.0/8"});
+  CHECK(only_problem(R"({"events": {"webhooks": {"enabled": true}}})").path ==
+        "events.webhooks.database");
+  CHECK(only_problem(R"({"events": {"webhooks": {"retry_min_ms": 10, "retry_max_ms": 5}}})").path ==
+        "events.webhooks.retry_max_ms");
+  CHECK(only_problem(R"({"events": {"webhooks": {"enabeld": true}}})").path ==
+        "events.webhooks.enabeld");
+}

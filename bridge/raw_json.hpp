@@ -1,0 +1,33 @@
+// The members of a JSON object as spans of its text, for code that must pass values on exactly
+// as they were written (numbers beyond 2^64, escapes, key order: SEP-1803 payloads) without
+// serializing a document again. No I/O.
+//
+// The text must be valid JSON (Message texts are validated when parsed); on anything else the
+// functions return nullopt rather than guess.
+//
+// Thread-safe (no state).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace mcpmqtt::raw_json {
+
+struct Member {
+  std::string_view name;   // as written between the quotes (escapes not decoded)
+  std::string_view value;  // the value's text, without surrounding white space
+};
+
+// The members of the object `text` (white space around it allowed), in order.
+std::optional<std::vector<Member>> members(std::string_view text);
+// The text of the member `name` of the object `text`, if there is one.
+std::optional<std::string_view> member(std::string_view text, std::string_view name);
+// The object `text` with member `name` set to `value` (JSON text): in its place when present,
+// else appended; every other member as written.
+std::optional<std::string> with_member(std::string_view text, std::string_view name,
+                                       std::string_view value);
+
+}  // namespace mcpmqtt::raw_json
