@@ -235,7 +235,8 @@ std::string usage() {
       "Signals: SIGTERM/SIGINT stop gracefully (a second one stops at once); SIGHUP reloads\n"
       "the configuration (mcpServers, log.level, egress limits and timeouts; an invalid one is\n"
       "rejected and the running one stays). HTTP: /mcp, /servers/{name}/mcp, /servers,\n"
-      "/healthz, /readyz and /metrics (Prometheus). /mcp and /servers/{name}/mcp serve MCP\n"
+      "/healthz, /readyz (503 with the reason while not ready) and /metrics (Prometheus).\n"
+      "/mcp and /servers/{name}/mcp serve MCP\n"
       "2025 sessions and MCP 2026-07-28 requests alike (ingress.modern in the configuration).\n"
       "Exit status: 0 success, 1 runtime failure, 2 bad usage or invalid configuration.\n"
       "A sample configuration documenting every key: config/bridge.example.jsonc\n";
