@@ -215,9 +215,17 @@ function classify(e) {
     if (e.code === types.ErrorCode.ConnectionClosed) return 'transport connection closed';
     return `error ${e.code}`;
   }
-  if (/HTTP 404/.test(msg)) return 'transport HTTP 404 (session ended)';
-  const http = msg.match(/HTTP (\d{3})/);
-  if (http) return `transport HTTP ${http[1]}`;
+  if (e?.constructor?.name === 'StreamableHTTPError') {
+    // An HTTP status, with the JSON-RPC error of its body when it has one.
+    const body = msg.indexOf('{');
+    let rpc = '';
+    try {
+      rpc = body >= 0 ? ` (JSON-RPC ${JSON.parse(msg.slice(body)).error.code})` : '';
+    } catch {
+      rpc = '';
+    }
+    return `transport HTTP ${e.code}${e.code === 404 ? ' session ended' : ''}${rpc}`;
+  }
   if (/fetch failed|ECONNREFUSED|ECONNRESET|socket|terminated|other side closed|aborted/i.test(msg))
     return 'transport connection failed';
   if (/Not connected|closed/i.test(msg)) return 'transport connection closed';
