@@ -54,6 +54,7 @@ class Daemon::HttpBackend : public http::Backend {
   }
   std::string servers_json() override { return d_.directory_->to_json(); }
   bool ready() override { return d_.ready(); }
+  std::string not_ready_reason() override { return d_.not_ready_reason(); }
   std::string metrics_text() override { return metrics::registry().text(); }
 
  private:
@@ -95,6 +96,15 @@ Daemon::~Daemon() {
 
 bool Daemon::ready() const {
   return ready_flag_.load();
+}
+
+std::string Daemon::not_ready_reason() const {
+  if (cfg_.http.enabled && !http_bound_) return "the HTTP listener is not bound yet";
+  std::lock_guard lock(broker_problem_mu_);
+  if (!directory_up_)
+    return broker_problem_.empty() ? "connecting to the MQTT broker " + cfg_.mqtt.url
+                                   : broker_problem_;
+  return {};
 }
 
 bool Daemon::compute_ready() const {
@@ -148,7 +158,11 @@ bool Daemon::start() {
     o.filters = cfg_.ingress.server_name_filters;
     o.connect_meta_json = connect_meta("presence directory of mcp-mqtt-bridge");
     observer_ = mqtt::DirectoryObserver::create(boost::asio::make_strand(ioc_), o, directory_);
-    observer_->on_broker = [this](bool up) { directory_up_ = up; };
+    observer_->on_broker = [this](bool up, const std::string& why) {
+      std::lock_guard lock(broker_problem_mu_);
+      broker_problem_ = why;
+      directory_up_ = up;
+    };
     boost::asio::post(strand_, [obs = observer_] { obs->start(); });
 
     Ingress::Options io;

@@ -21,6 +21,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -64,8 +65,9 @@ class Daemon {
  private:
   class HttpBackend;
   bool start();
-  bool ready() const;          // any thread: the last readiness seen on the strand
-  bool compute_ready() const;  // on the strand
+  bool ready() const;                    // any thread: the last readiness seen on the strand
+  bool compute_ready() const;            // on the strand
+  std::string not_ready_reason() const;  // any thread: for /readyz
   void on_signal(int signo);
   void reload();
   void start_server(const config::ServerEntry& entry);
@@ -103,6 +105,8 @@ class Daemon {
   std::unique_ptr<http::Server> http_;
   std::atomic<bool> http_bound_{false};
   std::atomic<bool> directory_up_{false};
+  mutable std::mutex broker_problem_mu_;
+  std::string broker_problem_;  // why the directory's broker connection is down (its strand)
   bool stopping_ = false;
   bool finished_ = false;
   bool forced_ = false;  // a second signal: leave at once, like a crash

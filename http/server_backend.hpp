@@ -84,6 +84,8 @@ class Backend {
   }
   virtual std::string servers_json() = 0;  // body of GET /servers (any thread)
   virtual bool ready() = 0;                // GET /readyz: 200 when true, else 503 (any thread)
+  // Why not ready, for the body of a 503 from /readyz (any thread).
+  virtual std::string not_ready_reason() { return {}; }
   virtual std::string metrics_text() = 0;  // body of GET /metrics (Prometheus text) (any thread)
 };
 

@@ -455,7 +455,8 @@ void ServerConnection::on_request() {
       const bool ready = state_->backend.ready();
       Response res{ready ? bhttp::status::ok : bhttp::status::service_unavailable, 11};
       res.set(bhttp::field::content_type, "text/plain; charset=utf-8");
-      res.body() = ready ? "ready" : "not ready";
+      const auto why = ready ? std::string() : state_->backend.not_ready_reason();
+      res.body() = ready ? "ready" : why.empty() ? "not ready" : "not ready: " + why;
       return write_response(std::move(res), false);
     }
     case Route::Kind::metrics: {

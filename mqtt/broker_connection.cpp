@@ -302,7 +302,8 @@ void BrokerConnection::schedule_retry(const std::string& why) {
   // ±20% jitter, so a fleet of bridges does not reconnect in lockstep after a broker restart.
   delay *= std::uniform_real_distribution<double>(0.8, 1.2)(jitter_source());
   ++attempt_;
-  logger()->info("{} reconnecting in {} ms (attempt {}): {}", describe(), static_cast<long>(delay),
+  // The one line per backoff step that says why (the owners do not repeat it).
+  logger()->warn("{} reconnecting in {} ms (attempt {}): {}", describe(), static_cast<long>(delay),
                  attempt_, why);
   retry_timer_.expires_after(std::chrono::milliseconds(static_cast<long>(delay)));
   retry_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {

@@ -38,14 +38,18 @@ void DirectoryObserver::start() {
   h.on_connected = [weak](const ConnackInfo& info, bool) {
     if (auto self = weak.lock()) self->on_connected(info);
   };
-  h.on_connection_lost = [weak](const std::string&) {
+  h.on_connection_lost = [weak](const std::string& cause) {
     if (auto self = weak.lock()) {
       self->directory_->clear();
-      if (self->on_broker) self->on_broker(false);
+      if (self->on_broker)
+        self->on_broker(false, "lost the connection to the broker" +
+                                   (cause.empty() ? std::string() : ": " + cause));
     }
   };
-  h.on_connect_failed = [](const std::string& why, bool retrying) {
-    logger()->warn("[directory] {}{}", why, retrying ? "" : "; giving up");
+  h.on_connect_failed = [weak](const std::string& why, bool retrying) {
+    // A retry is logged by the connection with its delay: once per backoff step.
+    if (!retrying) logger()->warn("[directory] {}; giving up", why);
+    if (auto self = weak.lock(); self && self->on_broker) self->on_broker(false, why);
   };
   conn_ = BrokerConnection::create(strand_, std::move(o), std::move(h));
   directory_->set_filters(options_.filters);
@@ -87,7 +91,7 @@ void DirectoryObserver::on_connected(const ConnackInfo& info) {
       use_filters(valid);
     }
   }
-  if (on_broker) on_broker(true);
+  if (on_broker) on_broker(true, {});
 }
 
 void DirectoryObserver::on_message(const Incoming& in) {

@@ -35,8 +35,9 @@ class DirectoryObserver : public std::enable_shared_from_this<DirectoryObserver>
   void stop(std::chrono::milliseconds timeout, std::function<void()> done);
   bool connected() const { return conn_ && conn_->connected(); }
   std::uint64_t reconnects() const { return conn_ ? conn_->reconnects() : 0; }
-  // Broker connection state changes, for readiness. Runs on the observer's strand.
-  std::function<void(bool connected)> on_broker;
+  // Broker connection state changes, for readiness: connected, or not and why (the last failed
+  // attempt or the loss). Runs on the observer's strand.
+  std::function<void(bool connected, const std::string& why)> on_broker;
 
  private:
   DirectoryObserver(boost::asio::any_io_executor strand, Options options,

@@ -156,7 +156,8 @@ void ServerEndpoint::open_connection() {
   };
   h.on_connect_failed = [weak](const std::string& why, bool retrying) {
     if (auto self = weak.lock()) {
-      logger()->warn("{} {}{}", self->describe(), why, retrying ? "" : "; giving up");
+      // A retry is logged by the connection with its delay: once per backoff step.
+      if (!retrying) logger()->warn("{} {}; giving up", self->describe(), why);
     }
   };
   conn_ = BrokerConnection::create(strand_, std::move(o), std::move(h));

@@ -491,6 +491,7 @@ class ChildProcess : public std::enable_shared_from_this<ChildProcess> {
       out_lines_.feed(std::string_view(out_buf_.get(), n),
                       [this](LineSplitter::Line&& line) { on_stdout_line(std::move(line)); });
       if (finished_) return;
+      check_runaway_line();
     }
     if (!ec) return do_read_stdout();
     if (ec == asio::error::operation_aborted) return;
@@ -501,6 +502,22 @@ class ChildProcess : public std::enable_shared_from_this<ChildProcess> {
     }
     if (!reaped_ && !closed_ && pending_error_.empty())
       pending_error_ = "the child closed its stdout but is still running";
+    evaluate();
+  }
+
+  // A line past the limit is dropped when it ends and the session goes on; one that runs on
+  // past twice the limit is a child flooding its stdout (or never writing the newline). Nothing
+  // it answers can arrive behind that line, so the child is ended now and the owner answers what
+  // is pending, instead of every request waiting for its timeout while the flood is read.
+  void check_runaway_line() {
+    if (closed_ || out_lines_.unfinished_size() <= 2 * spec_.limits.max_bytes) return;
+    const std::string detail =
+        "protocol violation: a stdout line ran past " + std::to_string(2 * spec_.limits.max_bytes) +
+        " bytes without a newline (the limit is " + std::to_string(spec_.limits.max_bytes) +
+        " bytes); the server floods its output";
+    close_stdin_now();
+    report(Kind::error, detail);
+    begin_termination();
     evaluate();
   }
 

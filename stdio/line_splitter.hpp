@@ -43,6 +43,8 @@ class LineSplitter {
 
   // Bytes of the current, unfinished line held in memory.
   std::size_t buffered() const { return current_.size(); }
+  // Bytes of the current, unfinished line so far, those not kept included.
+  std::size_t unfinished_size() const { return size_; }
 
  private:
   void append(std::string_view piece);

@@ -8,13 +8,25 @@
 //   notify         {method, uri?,    → first sends the notification `method` (with params.uri
 //                   count?}            when given) `count` times (default 1), then answers
 //   subscriptions  {}                → a text block: the JSON array of URIs subscribed to now
+//   sleep          {ms}              → sends notifications/progress first when the request has
+//                                      _meta.progressToken, then answers "slept" after `ms`
+//   crash          {}                → exits at once (status 3), never answering
+//   garbage        {lines}           → writes `lines` lines that are not JSON, then answers
+//   flood          {}                → writes to stdout forever, never a newline, never answering
 // resources/subscribe and resources/unsubscribe keep the set; a URI starting with "refuse:" is
 // refused with -32602. Anything else is -32601.
+//
+// Misbehaviours for the fault tests (tests/directions/faults_integration_test.cpp), by option:
+//   --exit-at-once            exits (status 3) before reading anything
+//   --stop-reading-after N    answers the first N requests, then never reads stdin again
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <set>
 #include <string>
+#include <thread>
 
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
@@ -59,12 +71,25 @@ std::string text_result(const std::string& text) {
   return R"({"content":[{"type":"text","text":)" + quote(text) + "}]}";
 }
 
+std::uint64_t uint_arg(const rapidjson::Value* obj, const char* name, std::uint64_t fallback) {
+  if (!obj || !obj->IsObject()) return fallback;
+  auto it = obj->FindMember(name);
+  return it != obj->MemberEnd() && it->value.IsUint64() ? it->value.GetUint64() : fallback;
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   std::ios::sync_with_stdio(false);
+  long stop_reading_after = -1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--exit-at-once") == 0) return 3;
+    if (std::strcmp(argv[i], "--stop-reading-after") == 0 && i + 1 < argc)
+      stop_reading_after = std::stol(argv[++i]);
+  }
   std::set<std::string> subscribed;
   std::string line;
+  long requests = 0;
   while (std::getline(std::cin, line)) {
     rapidjson::Document d;
     d.Parse(line.data(), line.size());
@@ -72,6 +97,10 @@ int main() {
     const std::string method = d["method"].GetString();
     if (!d.HasMember("id")) continue;  // notifications need no answer
     const std::string id = to_json(d["id"]);
+    if (stop_reading_after >= 0 && requests++ >= stop_reading_after) {
+      for (;;)
+        std::this_thread::sleep_for(std::chrono::hours(1));
+    }
     const rapidjson::Value* params = d.HasMember("params") ? &d["params"] : nullptr;
     auto result = [&](const std::string& r) {
       emit(R"({"jsonrpc":"2.0","id":)" + id + R"(,"result":)" + r + "}");
@@ -125,6 +154,25 @@ int main() {
         for (std::uint64_t i = 0; i < count; ++i)
           emit(note);
         result(text_result("sent"));
+      } else if (name == "sleep") {
+        const rapidjson::Value* meta = nullptr;
+        if (params && params->IsObject() && params->HasMember("_meta")) meta = &(*params)["_meta"];
+        if (meta && meta->IsObject() && meta->HasMember("progressToken"))
+          emit(R"({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":)" +
+               to_json((*meta)["progressToken"]) + R"(,"progress":0}})");
+        std::this_thread::sleep_for(std::chrono::milliseconds(uint_arg(args, "ms", 0)));
+        result(text_result("slept"));
+      } else if (name == "crash") {
+        std::fflush(stdout);
+        std::_Exit(3);
+      } else if (name == "garbage") {
+        for (std::uint64_t i = 0, n = uint_arg(args, "lines", 1); i < n; ++i)
+          emit("this is not JSON-RPC, line " + std::to_string(i));
+        result(text_result("garbage sent"));
+      } else if (name == "flood") {
+        const std::string chunk(65536, 'f');
+        for (;;)
+          if (std::fwrite(chunk.data(), 1, chunk.size(), stdout) != chunk.size()) std::_Exit(4);
       } else if (name == "subscriptions") {
         std::string list;
         for (const auto& uri : subscribed)

@@ -155,6 +155,23 @@ TEST_CASE("child channel: stdout lines that are not JSON-RPC are logged, not for
   CHECK(f.logs.find({who, "protocol violation", "3000 bytes exceeds the limit of 1024 bytes"}));
 }
 
+TEST_CASE(
+    "child channel: a child flooding stdout without a newline is ended once the line runs past "
+    "twice the limit, not left to the requests' timeouts (issue 20, faults 4)",
+    "[integration][stdio]") {
+  Fixture f;
+  auto spec = spec_for({"--flood"});
+  spec.limits.max_bytes = 64 * 1024;
+  f.create(std::move(spec));
+  f.start();
+  REQUIRE(f.loop.run_until([&] { return f.rec.closed(); }));
+  CHECK(f.rec.closes[0].kind == CloseReason::Kind::error);
+  CHECK(f.rec.closes[0].detail ==
+        "protocol violation: a stdout line ran past 131072 bytes without a newline (the limit "
+        "is 65536 bytes); the server floods its output");
+  REQUIRE(f.wait_all_reaped());
+}
+
 TEST_CASE("child channel: stderr lines reach the log with the session's prefix",
           "[integration][stdio]") {
   Fixture f;

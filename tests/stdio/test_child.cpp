@@ -13,6 +13,7 @@
 //   --close-stdin      close stdin, then sleep forever
 //   --close-stdout     close stdout, then go on reading stdin
 //   --ignore-eof       on EOF on stdin, sleep forever instead of exiting
+//   --flood            write 'f' to stdout forever, never a newline
 // Then it answers requests, one per line:
 //   echo  → {"echo": params}           env   → {"env": {NAME: value, …}}
 //   cwd   → {"cwd": "…"}               fds   → {"fds": [0, 1, 2, …]}
@@ -182,6 +183,11 @@ int main(int argc, char** argv) {
       ::close(1);
     } else if (a == "--ignore-eof") {
       ignore_eof = true;
+    } else if (a == "--flood") {
+      const std::string chunk(65536, 'f');
+      while (::write(1, chunk.data(), chunk.size()) > 0) {
+      }
+      std::_Exit(4);
     } else {
       line(2, "test_child: unknown option " + a);
       std::_Exit(64);

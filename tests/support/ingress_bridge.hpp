@@ -2,6 +2,7 @@
 // tests of the ingress.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -21,13 +22,20 @@ struct Bridge {
   // http and mqtt objects (", \"key\": value").
   Bridge(const Mosquitto& broker, const std::string& servers, const std::string& default_server,
          const std::string& extra = "", const std::string& http_extra = "",
-         const std::string& mqtt_extra = "") {
+         const std::string& mqtt_extra = "")
+      : Bridge(broker.url(), servers, default_server, extra, http_extra, mqtt_extra) {}
+  // The same on any broker URL (a scripted broker, a proxy), with `env` added.
+  Bridge(const std::string& broker_url, const std::string& servers,
+         const std::string& default_server, const std::string& extra = "",
+         const std::string& http_extra = "", const std::string& mqtt_extra = "",
+         std::map<std::string, std::string> env = {}) {
     proc = std::make_unique<BridgeProcess>(
         std::vector<std::string>{},
-        R"({"mqtt": {"url": ")" + broker.url() + "\"" + mqtt_extra +
+        R"({"mqtt": {"url": ")" + broker_url + "\"" + mqtt_extra +
             R"(}, "http": {"listen": "127.0.0.1:)" + std::to_string(port) + "\"" + http_extra +
             R"(}, "ingress": {"default_server": ")" + default_server +
-            R"(", "presence_wait_ms": 1000}, )" + extra + R"("mcpServers": )" + servers + "}");
+            R"(", "presence_wait_ms": 1000}, )" + extra + R"("mcpServers": )" + servers + "}",
+        std::move(env));
     REQUIRE(proc->wait_for_log("HTTP ingress on http://127.0.0.1:" + std::to_string(port)));
   }
   std::string url(const std::string& path = "/mcp") const {

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -74,6 +75,10 @@ std::unique_ptr<Process> Process::start(Options o) {
     else if (out_file >= 0)
       ::dup2(out_file, 1);
     if (err_file >= 0) ::dup2(err_file, 2);
+    // Only stdin, stdout and stderr pass to the child: a descriptor of the test's (a client's
+    // socket, say) inherited by a broker started mid-test would keep that connection open after
+    // the test closed it.
+    ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
