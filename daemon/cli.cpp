@@ -237,6 +237,10 @@ std::string usage() {
       "rejected and the running one stays). HTTP: /mcp, /servers/{name}/mcp, /servers,\n"
       "/healthz, /readyz and /metrics (Prometheus). /mcp and /servers/{name}/mcp serve MCP\n"
       "2025 sessions and MCP 2026-07-28 requests alike (ingress.modern in the configuration).\n"
+      "Limits: a server at its max_sessions, or the HTTP ingress at http.limits.max_sessions,\n"
+      "first closes the session idle the longest past egress.idle_floor_s or\n"
+      "http.limits.idle_floor_s (default 5 s) to make room, and refuses only when none is.\n"
+      "Queues toward slow clients are bounded in messages and bytes (http.limits.*_bytes).\n"
       "Exit status: 0 success, 1 runtime failure, 2 bad usage or invalid configuration.\n"
       "A sample configuration documenting every key: config/bridge.example.jsonc\n";
   return out;
