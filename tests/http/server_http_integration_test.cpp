@@ -313,10 +313,10 @@ TEST_CASE(
   const auto c = open_session(ts);  // a makes room
   auto gone = ended(a);
   CHECK(gone.status == 404);
-  REQUIRE(ts.backend.wait([&] { return ts.backend.session(0) && ts.backend.session(0)->closed; }));
-  CHECK(ts.backend.session(0)->closed->kind == mcpmqtt::bridge::CloseReason::Kind::timeout);
-  CHECK(ts.backend.session(0)->closed->detail.find("http.limits.idle_floor_s") !=
-        std::string::npos);
+  REQUIRE(ts.backend.wait_closed(0));
+  const auto why = ts.backend.closed(0);
+  CHECK(why->kind == mcpmqtt::bridge::CloseReason::Kind::timeout);
+  CHECK(why->detail.find("http.limits.idle_floor_s") != std::string::npos);
   const auto d = open_session(ts);  // then b
   CHECK(ended(b).status == 404);
   // c and d are newer than the floor, s has a stream open: nobody to close.
