@@ -262,12 +262,19 @@ void ServerEndpoint::on_control(const Incoming& in) {
                     "; use a fresh MQTT client id for every initialize (004 §MQTT Client ID)");
     return;
   }
-  if (clients_.size() >= options_.max_sessions && !evict_idle(cid)) {
+  std::string why_not;
+  if (clients_.size() >= options_.max_sessions && !evict_idle(cid, &why_not)) {
     reply_error(cid, msg.id(), jsonrpc::code::connection_closed,
                 options_.server_name + " is serving its maximum of " +
                     std::to_string(options_.max_sessions) + " sessions; try again later");
-    logger()->warn("{} refused client {}: session limit {} reached", describe(), cid,
-                   options_.max_sessions);
+    if (std::size_t held_back = 0; refuse_log_.allow(held_back)) {
+      logger()->warn(
+          "{} refused client {}: session limit {} reached, none idle for longer than "
+          "egress.idle_floor_s ({}){}",
+          describe(), cid, options_.max_sessions, why_not,
+          held_back ? "; " + std::to_string(held_back) + " more since the last report"
+                    : std::string());
+    }
     return;
   }
   auto& c = clients_[cid];
@@ -445,7 +452,7 @@ void ServerEndpoint::note(Client& c, const jsonrpc::Message& m, bool from_client
   }
 }
 
-bool ServerEndpoint::evict_idle(const std::string& for_client) {
+bool ServerEndpoint::evict_idle(const std::string& for_client, std::string* why_not) {
   const auto now = std::chrono::steady_clock::now();
   auto victim = clients_.end();
   std::size_t opening = 0, busy = 0, recent = 0;
@@ -468,10 +475,11 @@ bool ServerEndpoint::evict_idle(const std::string& for_client) {
     if (victim == clients_.end() || c.last_activity < victim->second.last_activity) victim = it;
   }
   if (victim == clients_.end()) {
-    logger()->debug(
-        "{} no session to close for client {}: {} opening, {} with requests unanswered (e.g. "
-        "{}), {} active within egress.idle_floor_s",
-        describe(), for_client, opening, busy, busy_example, recent);
+    if (why_not)
+      *why_not = std::to_string(opening) + " opening, " + std::to_string(busy) +
+                 " with a request unanswered" +
+                 (busy_example.empty() ? "" : " (e.g. " + busy_example + ")") + ", " +
+                 std::to_string(recent) + " active within egress.idle_floor_s";
     return false;
   }
   const std::string cid = victim->first;

@@ -160,7 +160,8 @@ class ServerEndpoint : public std::enable_shared_from_this<ServerEndpoint> {
   // Activity of a session, for the idle floor: `from_client` is what the client sent.
   void note(Client& c, const jsonrpc::Message& m, bool from_client);
   // Closes the longest-idle session idle for longer than idle_floor; false when none is.
-  bool evict_idle(const std::string& for_client);
+  // `why_not`: what the sessions were doing instead, for the log.
+  bool evict_idle(const std::string& for_client, std::string* why_not = nullptr);
   // Called by links (posted onto our strand).
   void send_from_link(const std::string& client_id, const jsonrpc::Message& message);
   void end_client(const std::string& client_id, bool send_disconnected,
@@ -177,6 +178,7 @@ class ServerEndpoint : public std::enable_shared_from_this<ServerEndpoint> {
   std::uint64_t reconnects_before_ = 0;
   std::uint64_t evicted_ = 0;
   log::Throttle evict_log_;
+  log::Throttle refuse_log_;
 };
 
 // True for the notifications 004 sends on the shared capability topic: every
