@@ -503,9 +503,13 @@ void ModernGateway::enqueue(CallId id) {
   auto it = calls_.find(id);
   if (it == calls_.end()) return;
   Pending& p = *it->second;
-  std::size_t waiting = 0;
-  for (CallId w : waiting_)
-    if (calls_.count(w)) ++waiting;
+  std::size_t waiting = 0, waiting_bytes = 0;
+  for (CallId w : waiting_) {
+    if (auto c = calls_.find(w); c != calls_.end()) {
+      ++waiting;
+      waiting_bytes += c->second->call.message.size();
+    }
+  }
   const std::string limits = "ingress.modern.max_sessions " +
                              std::to_string(options_.max_sessions) + ", max_sessions_per_key " +
                              std::to_string(options_.max_sessions_per_key);
@@ -518,6 +522,23 @@ void ModernGateway::enqueue(CallId id) {
             "and " +
                 std::to_string(waiting) +
                 " requests wait already (ingress.modern.max_waiting); try again later",
+            {}},
+           503);
+    return;
+  }
+  if (waiting > 0 && waiting_bytes + p.call.message.size() > options_.max_waiting_bytes) {
+    if (std::size_t held_back = 0; waiting_log_.allow(held_back))
+      logger()->warn(
+          "{} a {} request refused: the requests waiting for a session hold {} bytes "
+          "(ingress.modern.max_waiting_bytes {}){}",
+          options_.log_prefix, p.call.message.method(), waiting_bytes, options_.max_waiting_bytes,
+          held_back ? " (" + std::to_string(held_back) + " more since the last)" : std::string());
+    refuse(p,
+           {jsonrpc::code::connection_closed,
+            "Service Unavailable: every MQTT session the bridge may hold for this client is busy "
+            "and the requests waiting already hold " +
+                std::to_string(waiting_bytes) +
+                " bytes (ingress.modern.max_waiting_bytes); try again later",
             {}},
            503);
     return;

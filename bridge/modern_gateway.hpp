@@ -65,6 +65,7 @@
 #include "bridge/channel.hpp"
 #include "bridge/jsonrpc.hpp"
 #include "bridge/local_channel.hpp"
+#include "bridge/log.hpp"
 #include "bridge/protocol/modern.hpp"
 #include "bridge/request_state.hpp"
 #include "bridge/scheduler.hpp"
@@ -74,10 +75,11 @@ namespace mcpmqtt::bridge {
 class ModernGateway : public std::enable_shared_from_this<ModernGateway> {
  public:
   struct Options {
-    std::size_t max_sessions = 256;         // MQTT sessions held for modern requests, in all
-    std::size_t max_sessions_per_key = 16;  // per (server-name, principal, capabilities)
-    std::size_t max_listens = 64;           // open subscriptions/listen (each its own session)
-    std::size_t max_waiting = 256;          // requests waiting for a session
+    std::size_t max_sessions = 256;             // MQTT sessions held for modern requests, in all
+    std::size_t max_sessions_per_key = 16;      // per (server-name, principal, capabilities)
+    std::size_t max_listens = 64;               // open subscriptions/listen (each its own session)
+    std::size_t max_waiting = 256;              // requests waiting for a session
+    std::size_t max_waiting_bytes = 32u << 20;  // ... and their bytes (JSON of the requests)
     std::chrono::milliseconds queue_timeout{10000};   // how long one waits
     std::chrono::milliseconds idle_timeout{60000};    // an idle session closes after this
     std::chrono::milliseconds input_timeout{300000};  // requestState lifetime; parked runs end
@@ -231,6 +233,7 @@ class ModernGateway : public std::enable_shared_from_this<ModernGateway> {
   std::uint64_t next_serial_ = 1;
   std::uint64_t next_run_ = 1;
   bool closed_ = false;
+  log::Throttle waiting_log_;
 };
 
 }  // namespace mcpmqtt::bridge

@@ -9,6 +9,9 @@ namespace {
 
 constexpr std::size_t kCancelledRemembered = 256;
 constexpr std::size_t kListenReplay = 8;
+// A response at most this long is kept as it is when a replay buffer is over its bytes: the
+// error that would replace it is about as long.
+constexpr std::size_t kReplacedResponseMax = 512;
 
 }  // namespace
 
@@ -125,6 +128,7 @@ std::vector<StreamRouter::Event> StreamRouter::drain_backlog(StreamId stream) {
   if (it == streams_.end() || !accepts_unsolicited(stream) || !it->second.attached) return out;
   while (!backlog_.empty()) {
     Routed r = append(stream, it->second, backlog_.front());
+    backlog_bytes_ -= std::min(backlog_bytes_, backlog_.front().size());
     backlog_.pop_front();
     if (r.event) out.push_back(std::move(*r.event));
   }
@@ -258,6 +262,7 @@ StreamRouter::Routed StreamRouter::append(StreamId id, Stream& s, const jsonrpc:
     s.max_evicted_seq = seq;  // a resume attempt learns the stream is incomplete
   } else {
     s.replay.push_back(Entry{seq, m, s.attached});
+    s.replay_bytes += m.size();
     evict(s, r.evicted);
   }
   r.write = s.attached;
@@ -271,35 +276,82 @@ void StreamRouter::evict(Stream& s, std::vector<jsonrpc::Message>& out) {
   const std::size_t bound = s.options.listen
                                 ? std::min<std::size_t>(limits_.replay_events, kListenReplay)
                                 : limits_.replay_events;
+  auto erase = [&](std::deque<Entry>::iterator victim) {
+    s.max_evicted_seq = std::max(s.max_evicted_seq, victim->seq);
+    if (!victim->written) out.push_back(victim->message);
+    s.replay_bytes -= std::min(s.replay_bytes, victim->message.size());
+    s.replay.erase(victim);
+  };
   while (s.replay.size() > bound) {
     // Notifications go first: a response lost from a detached stream leaves a request unanswered.
     auto victim = std::find_if(s.replay.begin(), s.replay.end(),
                                [](const Entry& e) { return e.message.is_notification(); });
     if (victim == s.replay.end()) victim = s.replay.begin();
-    s.max_evicted_seq = std::max(s.max_evicted_seq, victim->seq);
-    if (!victim->written) out.push_back(victim->message);
-    s.replay.erase(victim);
+    erase(victim);
+  }
+  // Bytes: notifications first, then what the client was given already; a response it was not
+  // given is replaced by a short error for its request, so the request is still answered. The
+  // newest event always stays.
+  while (s.replay.size() > 1 && s.replay_bytes > limits_.replay_bytes) {
+    const auto newest = std::prev(s.replay.end());
+    auto victim = std::find_if(s.replay.begin(), newest,
+                               [](const Entry& e) { return e.message.is_notification(); });
+    if (victim == newest)
+      victim = std::find_if(s.replay.begin(), newest, [](const Entry& e) { return e.written; });
+    if (victim != newest) {
+      erase(victim);
+      continue;
+    }
+    bool shrunk = false;
+    for (auto it = s.replay.begin(); it != newest && !shrunk; ++it) {
+      if (!it->message.is_response() || it->message.size() <= kReplacedResponseMax) continue;
+      auto error = jsonrpc::Message::error(
+          it->message.id(), jsonrpc::code::connection_closed,
+          "the response (" + std::to_string(it->message.size()) +
+              " bytes) was not kept: the client was away and the stream held more than "
+              "http.limits.replay_buffer_bytes (" +
+              std::to_string(limits_.replay_bytes) + "); send the request again");
+      s.replay_bytes -= it->message.size();
+      s.replay_bytes += error.size();
+      out.push_back(it->message);
+      it->message = std::move(error);
+      shrunk = true;
+    }
+    if (!shrunk) break;  // only short answers left: bounded by replay_events
   }
 }
 
 StreamRouter::Routed StreamRouter::to_backlog(const jsonrpc::Message& m) {
   Routed r;
-  if (backlog_.size() >= limits_.backlog_messages) {
+  auto full = [&] {
+    return backlog_.size() >= limits_.backlog_messages ||
+           (!backlog_.empty() && backlog_bytes_ + m.size() > limits_.backlog_bytes);
+  };
+  while (full()) {
     auto victim = std::find_if(backlog_.begin(), backlog_.end(),
                                [](const jsonrpc::Message& b) { return b.is_notification(); });
-    if (victim != backlog_.end()) {
-      r.evicted.push_back(*victim);
-      backlog_.erase(victim);
-    } else {
+    if (victim == backlog_.end()) {
       r.why = "the HTTP client has no open stream and the session backlog (" +
-              std::to_string(limits_.backlog_messages) + " messages) is full of requests";
+              std::to_string(limits_.backlog_messages) + " messages, " +
+              std::to_string(limits_.backlog_bytes) + " bytes) is full of requests";
       r.refuse_request = m.is_request();
       return r;
     }
+    r.evicted.push_back(*victim);
+    backlog_bytes_ -= std::min(backlog_bytes_, victim->size());
+    backlog_.erase(victim);
   }
+  backlog_bytes_ += m.size();
   backlog_.push_back(m);
   r.to = Routed::To::backlog;
   return r;
+}
+
+std::size_t StreamRouter::held_bytes() const {
+  std::size_t n = backlog_bytes_;
+  for (const auto& [id, s] : streams_)
+    n += s.replay_bytes;
+  return n;
 }
 
 void StreamRouter::retain(StreamId id) {

@@ -62,6 +62,11 @@ class StreamRouter {
     // must not keep eight of them for ever). Only a stream whose client has not been given
     // all of it (it finished while detached) is kept beyond this.
     std::size_t retained_bytes = 1 << 20;
+    // The backlog and each replay buffer in bytes too (the newest message is always kept).
+    // A response a replay buffer must give up before its client was given it is replaced by a
+    // small JSON-RPC error for the same id: the request is answered, never silently lost.
+    std::size_t backlog_bytes = 4u << 20;
+    std::size_t replay_bytes = 4u << 20;
   };
 
   enum class Format { sse, json };
@@ -133,6 +138,7 @@ class StreamRouter {
   void detach(StreamId stream);
 
   bool pending(const jsonrpc::Id& request) const { return pending_.count(request) != 0; }
+  std::size_t pending_count() const { return pending_.size(); }
   // RequestRoute requests, optionally only those whose stream is attached.
   std::vector<jsonrpc::Id> pending_requests(bool attached_only) const;
   bool holds(StreamId stream) const { return streams_.count(stream) != 0; }
@@ -141,6 +147,9 @@ class StreamRouter {
   bool accepts_unsolicited(StreamId stream) const;
   std::size_t attached_count() const;
   std::size_t backlog_size() const { return backlog_.size(); }
+  std::size_t backlog_bytes() const { return backlog_bytes_; }
+  // Bytes held in replay buffers and the backlog, for tests and metrics.
+  std::size_t held_bytes() const;
   std::size_t stream_count() const { return streams_.size(); }
 
   static std::string event_id(StreamId stream, std::uint64_t seq);
@@ -159,6 +168,7 @@ class StreamRouter {
     std::uint64_t next_seq = 1;
     std::uint64_t max_evicted_seq = 0;
     std::deque<Entry> replay;
+    std::size_t replay_bytes = 0;
     std::vector<jsonrpc::Id> requests;  // in body order
     std::size_t open_requests = 0;
     std::unordered_map<jsonrpc::Id, jsonrpc::Message, jsonrpc::IdHash> json_responses;
@@ -184,6 +194,7 @@ class StreamRouter {
   std::unordered_map<jsonrpc::Id, RequestRoute, jsonrpc::IdHash> pending_;
   std::unordered_map<jsonrpc::Id, StreamId, jsonrpc::IdHash> progress_;
   std::deque<jsonrpc::Message> backlog_;
+  std::size_t backlog_bytes_ = 0;
   std::deque<StreamId> finished_;  // retained finished POST streams, oldest first
   std::deque<jsonrpc::Id> cancelled_order_;
   std::unordered_set<jsonrpc::Id, jsonrpc::IdHash> cancelled_;

@@ -310,10 +310,14 @@ void read_http(ObjectReader& r, HttpConfig& h, std::vector<Problem>& problems) {
     lr.integer("max_sessions", L.max_sessions, 1, 1000000);
     lr.integer("max_connections", L.max_connections, 1, 1000000);
     lr.integer("session_idle_timeout_s", L.session_idle_timeout_s, 1, 7 * 24 * 3600);
+    lr.integer("idle_floor_s", L.idle_floor_s, 0, 7 * 24 * 3600);
     lr.integer("request_header_timeout_s", L.request_header_timeout_s, 1, 3600);
     lr.integer("stream_queue_messages", L.stream_queue_messages, 1, 1000000);
     lr.integer("session_backlog_messages", L.session_backlog_messages, 0, 1000000);
     lr.integer("replay_buffer_events", L.replay_buffer_events, 0, 1000000);
+    lr.integer("stream_queue_bytes", L.stream_queue_bytes, 1024, 1LL << 32);
+    lr.integer("session_backlog_bytes", L.session_backlog_bytes, 0, 1LL << 32);
+    lr.integer("replay_buffer_bytes", L.replay_buffer_bytes, 0, 1LL << 32);
     lr.integer("keepalive_interval_s", L.keepalive_interval_s, 1, 3600);
     lr.finish();
   }
@@ -325,6 +329,7 @@ void read_modern(ObjectReader& r, ModernIngressConfig& m) {
   r.integer("max_sessions_per_key", m.max_sessions_per_key, 1, 100000);
   const bool listens_set = r.integer("max_listens", m.max_listens, 0, 100000);
   r.integer("max_waiting", m.max_waiting, 0, 1000000);
+  r.integer("max_waiting_bytes", m.max_waiting_bytes, 0, 1LL << 32);
   r.integer("queue_timeout_ms", m.queue_timeout_ms, 1, 600000);
   r.integer("idle_timeout_s", m.idle_timeout_s, 1, 86400);
   r.integer("input_timeout_s", m.input_timeout_s, 1, 86400);
@@ -743,6 +748,7 @@ LoadResult parse(const std::string& text, const std::string& origin, GetEnv gete
   if (const Value* v = top.object("egress")) {
     ObjectReader r(*v, "egress", problems);
     r.integer("max_sessions_per_server", cfg.egress.max_sessions_per_server, 1, 100000);
+    r.integer("idle_floor_s", cfg.egress.idle_floor_s, 0, 7 * 24 * 3600);
     r.integer("terminate_after_ms", cfg.egress.terminate_after_ms, 0, 600000);
     r.integer("kill_after_ms", cfg.egress.kill_after_ms, 0, 600000);
     r.integer("discover_timeout_ms", cfg.egress.discover_timeout_ms, 100, 600000);

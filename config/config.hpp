@@ -66,11 +66,19 @@ struct HttpLimits {
   std::size_t max_sessions = 1024;
   std::size_t max_connections = 4096;
   int session_idle_timeout_s = 600;
+  // At max_sessions, the session idle the longest (no request and no open stream for longer
+  // than this) is closed to make room for a new one before anyone is refused.
+  int idle_floor_s = 5;
   int request_header_timeout_s = 30;
   std::size_t stream_queue_messages = 1024;    // per SSE stream: past this the stream is closed
   std::size_t session_backlog_messages = 256;  // server messages held while no stream is open
   std::size_t replay_buffer_events = 256;      // per stream, for Last-Event-ID
-  int keepalive_interval_s = 15;               // SSE comment lines on idle streams
+  // The same three bounds in bytes of JSON (whichever is reached first applies); one message
+  // alone may exceed them.
+  std::size_t stream_queue_bytes = 16u << 20;
+  std::size_t session_backlog_bytes = 4u << 20;
+  std::size_t replay_buffer_bytes = 4u << 20;
+  int keepalive_interval_s = 15;  // SSE comment lines on idle streams
 
   bool operator==(const HttpLimits&) const = default;
 };
@@ -99,17 +107,18 @@ enum class Pick { random, round_robin };
 // MCP 2026-07-28 ("modern", sessionless) clients at the ingress: the gateway that runs their
 // requests on MQTT sessions it holds (ingress.modern; README "MCP 2026-07-28 at the ingress").
 struct ModernIngressConfig {
-  bool enabled = true;                    // off: such requests get today's 2025 handling
-  std::size_t max_sessions = 256;         // MQTT sessions held for modern requests, in all
-  std::size_t max_sessions_per_key = 16;  // per server-name, principal and capabilities
-  std::size_t max_listens = 64;           // open subscriptions/listen streams
-  std::size_t max_waiting = 256;          // requests waiting for a session
-  int queue_timeout_ms = 10000;           // how long one may wait
-  int idle_timeout_s = 60;                // an idle pooled session closes after this
-  int input_timeout_s = 300;              // requestState lifetime: a parked request's wait
-  int input_round_quiet_ms = 20;          // a round of server→client requests ends after this
-  std::string state_secret_file;          // HMAC key of requestState (32+ bytes); random if unset
-  std::string state_secret;               // resolved from the file; never logged
+  bool enabled = true;                        // off: such requests get today's 2025 handling
+  std::size_t max_sessions = 256;             // MQTT sessions held for modern requests, in all
+  std::size_t max_sessions_per_key = 16;      // per server-name, principal and capabilities
+  std::size_t max_listens = 64;               // open subscriptions/listen streams
+  std::size_t max_waiting = 256;              // requests waiting for a session
+  std::size_t max_waiting_bytes = 32u << 20;  // ... and their bytes
+  int queue_timeout_ms = 10000;               // how long one may wait
+  int idle_timeout_s = 60;                    // an idle pooled session closes after this
+  int input_timeout_s = 300;                  // requestState lifetime: a parked request's wait
+  int input_round_quiet_ms = 20;              // a round of server→client requests ends after this
+  std::string state_secret_file;  // HMAC key of requestState (32+ bytes); random if unset
+  std::string state_secret;       // resolved from the file; never logged
 
   bool operator==(const ModernIngressConfig&) const = default;
 };
@@ -174,6 +183,9 @@ struct ServerEntry {
 
 struct EgressConfig {
   std::size_t max_sessions_per_server = 32;
+  // A server at max_sessions closes its longest-idle session (quiet for longer than this, with
+  // no request unanswered) to make room for a new client before it refuses anyone.
+  int idle_floor_s = 5;
   int terminate_after_ms = 2000;  // stdin closed → SIGTERM after this long
   int kill_after_ms = 3000;       // SIGTERM → SIGKILL after this long
   // Servers whose era is not known yet: how long server/discover may take before the session

@@ -242,6 +242,10 @@ std::string usage() {
       "(the same URI, or it followed by '/', '?' or '#'); with events.webhooks.enabled the\n"
       "bridge serves webhooks (resources/subscriptions/register) for MQTT-hosted servers with\n"
       "in-band events, kept in the SQLite file events.webhooks.database.\n"
+      "Limits: a server at its max_sessions, or the HTTP ingress at http.limits.max_sessions,\n"
+      "first closes the session idle the longest past egress.idle_floor_s or\n"
+      "http.limits.idle_floor_s (default 5 s) to make room, and refuses only when none is.\n"
+      "Queues toward slow clients are bounded in messages and bytes (http.limits.*_bytes).\n"
       "Exit status: 0 success, 1 runtime failure, 2 bad usage or invalid configuration.\n"
       "A sample configuration documenting every key: config/bridge.example.jsonc\n";
   return out;

@@ -120,6 +120,11 @@ void ExposedServer::start() {
   o.meta_json = options_.entry.meta_json.empty() ? "{}" : options_.entry.meta_json;
   o.connect_meta_json = options_.connect_meta_json;
   o.max_sessions = options_.entry.max_sessions;
+  o.idle_floor = std::chrono::seconds(options_.egress.idle_floor_s);
+  int longest_ms = options_.timeouts.default_ms;
+  for (const auto& [method, ms] : options_.timeouts.method_ms)
+    longest_ms = std::max(longest_ms, ms);
+  o.busy_horizon = std::chrono::milliseconds(longest_ms) + std::chrono::seconds(5);
   std::weak_ptr<ExposedServer> weak = weak_from_this();
   mqtt::ServerEndpoint::Handlers h;
   h.on_initialize = [weak](std::shared_ptr<mqtt::ClientLink> link, jsonrpc::Message init) {

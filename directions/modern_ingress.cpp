@@ -49,6 +49,7 @@ ModernIngress::ModernIngress(boost::asio::any_io_executor strand, Options option
   o.max_sessions_per_key = m.max_sessions_per_key;
   o.max_listens = m.max_listens;
   o.max_waiting = m.max_waiting;
+  o.max_waiting_bytes = m.max_waiting_bytes;
   o.queue_timeout = std::chrono::milliseconds(m.queue_timeout_ms);
   o.idle_timeout = std::chrono::seconds(m.idle_timeout_s);
   o.input_timeout = std::chrono::seconds(m.input_timeout_s);

@@ -39,10 +39,14 @@ http::ServerOptions http_server_options(const config::HttpConfig& h) {
   o.limits.max_sessions = l.max_sessions;
   o.limits.max_connections = l.max_connections;
   o.limits.session_idle_timeout_s = l.session_idle_timeout_s;
+  o.limits.idle_floor_s = l.idle_floor_s;
   o.limits.request_header_timeout_s = l.request_header_timeout_s;
   o.limits.stream_queue_messages = l.stream_queue_messages;
   o.limits.session_backlog_messages = l.session_backlog_messages;
   o.limits.replay_buffer_events = l.replay_buffer_events;
+  o.limits.stream_queue_bytes = l.stream_queue_bytes;
+  o.limits.session_backlog_bytes = l.session_backlog_bytes;
+  o.limits.replay_buffer_bytes = l.replay_buffer_bytes;
   o.limits.keepalive_interval_s = l.keepalive_interval_s;
   return o;
 }

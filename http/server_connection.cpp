@@ -109,11 +109,12 @@ class ConnectionExchange : public Exchange {
         ex_, [c = c_, s = serial_, r = std::move(head)]() mutable { c->ex_open(s, std::move(r)); });
   }
   void push(std::string bytes) override {
-    enqueue([&](std::string& out) { out += bytes; });
+    enqueue([&](std::string& out) { out += bytes; }, bytes.size());
   }
   void push_event(std::string_view id, std::string_view data, bool last) override {
     // Framed straight into the queue's buffer: no allocation per event once it has grown.
-    enqueue([&](std::string& out) { append_sse_event(out, id, data); }, last);
+    enqueue([&](std::string& out) { append_sse_event(out, id, data); }, id.size() + data.size(),
+            last);
   }
   void end() override {
     net::post(ex_, [c = c_, s = serial_] { c->ex_end(s); });
@@ -124,15 +125,18 @@ class ConnectionExchange : public Exchange {
 
  private:
   template <typename Write>
-  void enqueue(Write&& write, bool last = false) {
+  void enqueue(Write&& write, std::size_t size, bool last = false) {
     bool kick = false;
-    std::size_t overflow = 0;
+    std::size_t overflow = 0, overflow_bytes = 0;
     {
       std::lock_guard lock(pushes_->mu);
       if (pushes_->closed || pushes_->ending) return;
-      if (pushes_->items >= pushes_->limit) {
+      // Either bound; one event alone may exceed the bytes (it is within max_body_bytes).
+      if (pushes_->items >= pushes_->limit ||
+          (pushes_->items > 0 && pushes_->bytes.size() + size > pushes_->byte_limit)) {
         pushes_->closed = true;
         overflow = pushes_->items;
+        overflow_bytes = pushes_->bytes.size();
       } else {
         write(pushes_->bytes);
         pushes_->ending = last;
@@ -144,9 +148,11 @@ class ConnectionExchange : public Exchange {
         }
       }
     }
-    if (overflow)
-      net::post(ex_, [c = c_, s = serial_, overflow] { c->ex_overflow(s, overflow); });
-    else if (kick)
+    if (overflow) {
+      net::post(ex_, [c = c_, s = serial_, overflow, overflow_bytes] {
+        c->ex_overflow(s, overflow, overflow_bytes);
+      });
+    } else if (kick)
       net::post(ex_, [c = c_, s = serial_] { c->ex_write_pushes(s); });
   }
 
@@ -592,7 +598,9 @@ void ServerConnection::handle_mcp(Request& req) {
     auto fresh = std::make_shared<ServerSession>(state_, id, server);
     fresh->set_principal(
         principal_of(sv(req[bhttp::field::authorization]), state_->tokens.enabled()));
-    if (!state_->sessions.insert(id, fresh, state_->http.limits.max_sessions)) {
+    std::shared_ptr<ServerSession> evicted;
+    const auto floor = std::chrono::seconds(state_->http.limits.idle_floor_s);
+    if (!state_->sessions.insert(id, fresh, state_->http.limits.max_sessions, floor, &evicted)) {
       state_->log->warn(
           "{} initialize refused: {} MCP sessions are open "
           "(http.limits.max_sessions)",
@@ -604,6 +612,17 @@ void ServerConnection::handle_mcp(Request& req) {
                              " MCP sessions (http.limits.max_sessions); try again later",
                          answer_id),
           false);
+    }
+    if (evicted) {
+      ++state_->sessions_evicted;
+      const auto idle = evicted->idle_since();
+      const auto idle_s = idle ? std::chrono::duration_cast<std::chrono::seconds>(
+                                     std::chrono::steady_clock::now() - *idle)
+                                     .count()
+                               : 0;
+      evicted->evict("closed to make room for a new session (http.limits.max_sessions " +
+                     std::to_string(state_->http.limits.max_sessions) + "): idle for " +
+                     std::to_string(idle_s) + " s, longer than http.limits.idle_floor_s");
     }
     ++state_->sessions_created;
     state_->log->debug("{} initialize for {} → session {}", label_, server, short_id(id));
@@ -661,6 +680,7 @@ std::shared_ptr<Exchange> ServerConnection::new_exchange() {
   stop_pushes(false);
   pushes_ = std::make_shared<PushQueue>();
   pushes_->limit = state_->http.limits.stream_queue_messages;
+  pushes_->byte_limit = state_->http.limits.stream_queue_bytes;
   start_watch();
   return std::make_shared<ConnectionExchange>(shared_from_this(), serial_, pushes_);
 }
@@ -720,14 +740,18 @@ void ServerConnection::ex_write_pushes(std::uint64_t serial) {
   pump();
 }
 
-void ServerConnection::ex_overflow(std::uint64_t serial, std::size_t queued) {
+void ServerConnection::ex_overflow(std::uint64_t serial, std::size_t queued, std::size_t bytes) {
   if (serial != serial_ || phase_ != Phase::streaming) return;
   ++state_->slow_streams_closed;
-  state_->log->warn(
-      "{} the client reads its SSE stream too slowly ({} events waiting for the socket, "
-      "http.limits.stream_queue_messages); closing it, the events stay available for "
-      "Last-Event-ID",
-      label_, queued);
+  // A reader can make this happen at will: one line a second (log::Throttle, per connection).
+  if (std::size_t held_back = 0; overflow_log_.allow(held_back)) {
+    state_->log->warn(
+        "{} the client reads its SSE stream too slowly ({} events, {} bytes waiting for the "
+        "socket; http.limits.stream_queue_messages {}, stream_queue_bytes {}); closing it, the "
+        "events stay available for Last-Event-ID",
+        label_, queued, bytes, state_->http.limits.stream_queue_messages,
+        state_->http.limits.stream_queue_bytes);
+  }
   close();
 }
 

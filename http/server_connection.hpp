@@ -29,6 +29,7 @@
 #include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include "bridge/log.hpp"
 #include "http/server_exchange.hpp"
 #include "http/server_rules.hpp"
 #include "http/server_state.hpp"
@@ -47,15 +48,16 @@ namespace mcpmqtt::http {
 // that does not complete returns the socket and leaves the rest to the writer.
 struct PushQueue {
   std::mutex mu;
-  std::string bytes;          // what the pushes since the last write added (capacity reused)
-  std::size_t items = 0;      // how many pushes that is
-  bool kick_pending = false;  // a pump is posted to the connection
-  bool closed = false;        // no more pushes (overflow, stream done, connection closed)
-  std::size_t limit = 0;      // http.limits.stream_queue_messages
-  int lent_fd = -1;           // the socket, while lent
-  std::string unsent;         // the framed tail of a lent send that did not complete
-  bool ending = false;        // a last event was pushed: the stream ends after it
-  bool terminated = false;    // the body's last chunk is framed (sent, or in unsent)
+  std::string bytes;           // what the pushes since the last write added (capacity reused)
+  std::size_t items = 0;       // how many pushes that is
+  bool kick_pending = false;   // a pump is posted to the connection
+  bool closed = false;         // no more pushes (overflow, stream done, connection closed)
+  std::size_t limit = 0;       // http.limits.stream_queue_messages
+  std::size_t byte_limit = 0;  // http.limits.stream_queue_bytes
+  int lent_fd = -1;            // the socket, while lent
+  std::string unsent;          // the framed tail of a lent send that did not complete
+  bool ending = false;         // a last event was pushed: the stream ends after it
+  bool terminated = false;     // the body's last chunk is framed (sent, or in unsent)
   std::chrono::steady_clock::time_point lent_write_at{};  // the last lent send
 };
 
@@ -76,7 +78,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   void ex_reply(std::uint64_t serial, Response response);
   void ex_open(std::uint64_t serial, Response head);
   void ex_write_pushes(std::uint64_t serial);
-  void ex_overflow(std::uint64_t serial, std::size_t queued);
+  void ex_overflow(std::uint64_t serial, std::size_t queued, std::size_t bytes);
   void ex_end(std::uint64_t serial);
   void ex_abort(std::uint64_t serial);
   boost::asio::any_io_executor executor() { return stream_.get_executor(); }
@@ -153,6 +155,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   std::chrono::steady_clock::time_point head_deadline_{};
   bool terminating_ = false;  // the write in flight ends the body
   std::shared_ptr<PushQueue> pushes_;
+  log::Throttle overflow_log_;
   std::string out_;      // the bytes being written (swapped with PushQueue::bytes)
   char chunk_head_[24];  // the chunk-size line of the chunk being written
   bool writing_ = false;

@@ -15,11 +15,19 @@ struct ServerLimits {
   std::size_t max_sessions = 1024;
   std::size_t max_connections = 4096;
   int session_idle_timeout_s = 600;
+  // At max_sessions, the session idle the longest for more than this (no request, no open
+  // stream, nothing pending) is closed to make room for a new one before anyone is refused.
+  int idle_floor_s = 5;
   int request_header_timeout_s = 30;
   std::size_t stream_queue_messages = 1024;    // per SSE stream: past this the stream is closed
   std::size_t session_backlog_messages = 256;  // server messages held while no stream is open
   std::size_t replay_buffer_events = 256;      // per stream, for Last-Event-ID
-  int keepalive_interval_s = 15;               // SSE comment lines on idle streams
+  // The same three bounds in bytes of JSON (whichever is reached first applies); one message
+  // alone may exceed them.
+  std::size_t stream_queue_bytes = 16u << 20;
+  std::size_t session_backlog_bytes = 4u << 20;
+  std::size_t replay_buffer_bytes = 4u << 20;
+  int keepalive_interval_s = 15;  // SSE comment lines on idle streams
 };
 
 struct ServerOptions {

@@ -50,8 +50,10 @@ ServerSession::ServerSession(std::shared_ptr<ServerState> state, std::string id,
       id_(std::move(id)),
       server_name_(std::move(server_name)),
       label_("[S " + short_id(id_) + "]"),
-      router_(StreamRouter::Limits{state_->http.limits.session_backlog_messages,
-                                   state_->http.limits.replay_buffer_events, kRetainedStreams}),
+      router_(StreamRouter::Limits{
+          state_->http.limits.session_backlog_messages, state_->http.limits.replay_buffer_events,
+          kRetainedStreams, StreamRouter::Limits{}.retained_bytes,
+          state_->http.limits.session_backlog_bytes, state_->http.limits.replay_buffer_bytes}),
       last_activity_(std::chrono::steady_clock::now()) {}
 
 // ---- entry points (any strand) -----------------------------------------------------------------
@@ -89,6 +91,25 @@ void ServerSession::shutdown(std::string why) {
   net::post(strand_, [self = shared_from_this(), why = std::move(why)] {
     self->terminate(CloseReason{CloseReason::Kind::shutdown, why}, true);
   });
+}
+
+void ServerSession::evict(std::string why) {
+  net::post(strand_, [self = shared_from_this(), why = std::move(why)] {
+    self->terminate(CloseReason{CloseReason::Kind::timeout, why}, true);
+  });
+}
+
+std::optional<std::chrono::steady_clock::time_point> ServerSession::idle_since() const {
+  const auto ticks = idle_since_.load(std::memory_order_relaxed);
+  if (ticks == kBusy) return std::nullopt;
+  return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(ticks));
+}
+
+void ServerSession::publish_idle() {
+  const bool busy = phase_ != Phase::established || !exchanges_.empty() || init_exchange_ ||
+                    router_.pending_count() > 0;
+  idle_since_.store(busy ? kBusy : last_activity_.time_since_epoch().count(),
+                    std::memory_order_relaxed);
 }
 
 void ServerSession::start(Receiver receiver) {
@@ -394,6 +415,7 @@ void ServerSession::do_send(Message message) {
     return;
   }
   deliver(routed, message);
+  publish_idle();
 }
 
 void ServerSession::do_close(CloseReason why) {
@@ -457,26 +479,25 @@ void ServerSession::refuse_request(const Message& request, const std::string& wh
 
 void ServerSession::log_evicted(const std::vector<Message>& evicted) {
   for (const auto& m : evicted) {
-    warn_dropped(
-        describe_message(m) + " dropped to stay within http.limits (session_backlog_messages " +
-        std::to_string(state_->http.limits.session_backlog_messages) + ", replay_buffer_events " +
-        std::to_string(state_->http.limits.replay_buffer_events) + "); no stream took it in time");
+    const auto& L = state_->http.limits;
+    warn_dropped(describe_message(m) +
+                 " not kept (a response over the bytes is replaced by an error)"
+                 " to stay within http.limits (session_backlog_messages " +
+                 std::to_string(L.session_backlog_messages) + ", session_backlog_bytes " +
+                 std::to_string(L.session_backlog_bytes) + ", replay_buffer_events " +
+                 std::to_string(L.replay_buffer_events) + ", replay_buffer_bytes " +
+                 std::to_string(L.replay_buffer_bytes) + "); no stream took it in time");
   }
 }
 
 void ServerSession::warn_dropped(const std::string& what) {
   ++state_->messages_dropped;
-  // One line per second at most: an overloaded session must not flood the journal.
-  const auto now = std::chrono::steady_clock::now();
-  if (now - last_drop_report_ < std::chrono::seconds(1)) {
-    ++drops_unreported_;
-    return;
-  }
-  last_drop_report_ = now;
-  if (drops_unreported_ > 0) {
-    state_->log->warn("{} {} (and {} more dropped since the last report)", label_, what,
-                      drops_unreported_);
-    drops_unreported_ = 0;
+  // A peer can cause these at will: one line a second at most (log::Throttle).
+  std::size_t held_back = 0;
+  if (!drop_log_.allow(held_back)) return;
+  if (held_back > 0) {
+    state_->log->warn("{} {} (and {} more not delivered since the last report)", label_, what,
+                      held_back);
   } else {
     state_->log->warn("{} {}", label_, what);
   }
@@ -505,6 +526,7 @@ void ServerSession::attach(StreamId stream, std::shared_ptr<Exchange> exchange) 
     if (auto self = w.lock()) net::post(self->strand_, [self, we] { self->on_exchange_gone(we); });
   });
   exchanges_[stream] = std::move(exchange);
+  publish_idle();
 }
 
 void ServerSession::open_sse(StreamId stream, const std::shared_ptr<Exchange>& exchange,
@@ -568,6 +590,7 @@ void ServerSession::on_exchange_gone(const std::weak_ptr<Exchange>& gone) {
     router_.detach(lost);
     state_->log->debug("{} stream {} lost its connection; its requests stay pending", label_, lost);
     exchanges_.erase(lost);
+    publish_idle();
     return;
   }
 }
@@ -599,6 +622,7 @@ void ServerSession::end_listens(StreamId stream, const std::vector<jsonrpc::Id>&
 void ServerSession::terminate(const CloseReason& why, bool tell_receiver) {
   if (phase_ == Phase::closed) return;
   phase_ = Phase::closed;
+  publish_idle();
   state_->sessions.erase(id_);
   idle_timer_.cancel();
   // Open streams still waiting for responses get errors, so no client waits for nothing.
@@ -616,9 +640,9 @@ void ServerSession::terminate(const CloseReason& why, bool tell_receiver) {
     reply_error(exchange, 503, jsonrpc::code::connection_closed,
                 "the MCP session ended before initialize was answered (" + why.detail + ")");
   }
-  if (drops_unreported_ > 0)
-    state_->log->warn("{} {} more message(s) were dropped since the last report", label_,
-                      drops_unreported_);
+  if (std::size_t held_back = 0; drop_log_.allow(held_back) && held_back > 0)
+    state_->log->warn("{} {} more message(s) were not delivered since the last report", label_,
+                      held_back);
   if (router_.backlog_size() > 0)
     state_->log->info("{} {} server message(s) held for the client are discarded", label_,
                       router_.backlog_size());

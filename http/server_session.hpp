@@ -12,7 +12,9 @@
 // post there when called from elsewhere. Thread-safe through that strand.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
@@ -25,6 +27,7 @@
 #include <boost/asio/strand.hpp>
 
 #include "bridge/channel.hpp"
+#include "bridge/log.hpp"
 #include "bridge/stream_router.hpp"
 #include "http/server_exchange.hpp"
 #include "http/server_state.hpp"
@@ -51,6 +54,12 @@ class ServerSession : public bridge::Channel, public std::enable_shared_from_thi
   void handle_delete(std::shared_ptr<Exchange> exchange);
   // Server::stop: ends the session with on_close(shutdown).
   void shutdown(std::string why);
+  // SessionRegistry, to make room (http.limits.idle_floor_s): ends the session with
+  // on_close(timeout); its id gets 404 afterwards, so SDK clients initialize again.
+  void evict(std::string why);
+  // Since when the session has been idle (established, no request pending, no stream or JSON
+  // wait open, no initialize in progress); nullopt while it is not. Any thread.
+  std::optional<std::chrono::steady_clock::time_point> idle_since() const;
 
   // bridge::Channel
   void start(Receiver receiver) override;
@@ -94,7 +103,12 @@ class ServerSession : public bridge::Channel, public std::enable_shared_from_thi
 
   // Ends the session; tells the receiver unless the owner asked for the end.
   void terminate(const bridge::CloseReason& why, bool tell_receiver);
-  void touch() { last_activity_ = std::chrono::steady_clock::now(); }
+  void touch() {
+    last_activity_ = std::chrono::steady_clock::now();
+    publish_idle();
+  }
+  // Updates idle_since_ from what the strand knows.
+  void publish_idle();
   void arm_idle_timer(std::chrono::steady_clock::duration after);
   void on_idle_timer();
 
@@ -120,8 +134,9 @@ class ServerSession : public bridge::Channel, public std::enable_shared_from_thi
   std::map<StreamId, std::vector<jsonrpc::Id>> listen_streams_;
   std::string negotiated_version_;
   std::chrono::steady_clock::time_point last_activity_;
-  std::chrono::steady_clock::time_point last_drop_report_{};
-  std::size_t drops_unreported_ = 0;
+  static constexpr std::int64_t kBusy = INT64_MAX;
+  std::atomic<std::int64_t> idle_since_{kBusy};  // steady_clock ticks, or kBusy
+  log::Throttle drop_log_;
 
   // Initialize in progress.
   StreamId init_stream_ = 0;

@@ -1,13 +1,31 @@
 #include "http/server_state.hpp"
 
 #include "bridge/log.hpp"
+#include "http/server_session.hpp"
 
 namespace mcpmqtt::http {
 
 bool SessionRegistry::insert(const std::string& id, std::shared_ptr<ServerSession> session,
-                             std::size_t max) {
+                             std::size_t max, std::chrono::steady_clock::duration idle_floor,
+                             std::shared_ptr<ServerSession>* evicted) {
   std::lock_guard lock(mu_);
-  if (map_.size() >= max) return false;
+  if (map_.size() >= max) {
+    const auto now = std::chrono::steady_clock::now();
+    auto victim = map_.end();
+    std::chrono::steady_clock::time_point victim_since;
+    for (auto it = map_.begin(); it != map_.end(); ++it) {
+      if (!it->second.visible) continue;  // initialize still in progress
+      const auto since = it->second.session->idle_since();
+      if (!since || now - *since <= idle_floor) continue;
+      if (victim == map_.end() || *since < victim_since) {
+        victim = it;
+        victim_since = *since;
+      }
+    }
+    if (victim == map_.end()) return false;
+    if (evicted) *evicted = std::move(victim->second.session);
+    map_.erase(victim);
+  }
   return map_.emplace(id, Entry{std::move(session), false}).second;
 }
 
@@ -96,6 +114,9 @@ std::string ServerState::metrics_text() const {
          sessions.size());
   metric("mcpmqtt_http_sessions_created_total", "counter", "MCP sessions created by initialize.",
          sessions_created.load());
+  metric("mcpmqtt_http_sessions_evicted_total", "counter",
+         "Idle MCP sessions closed to make room for new ones at http.limits.max_sessions.",
+         sessions_evicted.load());
   metric("mcpmqtt_http_slow_streams_closed_total", "counter",
          "SSE streams closed because the reader fell http.limits.stream_queue_messages behind.",
          slow_streams_closed.load());

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -30,8 +31,12 @@ class ServerConnection;
 // visible to requests only once initialize succeeded.
 class SessionRegistry {
  public:
-  // False when `max` sessions are held already.
-  bool insert(const std::string& id, std::shared_ptr<ServerSession> session, std::size_t max);
+  // False when `max` sessions are held already and none of the visible ones has been idle for
+  // longer than `idle_floor`; else the one idle the longest is taken out to make room and
+  // returned in `evicted` (the caller ends it).
+  bool insert(const std::string& id, std::shared_ptr<ServerSession> session, std::size_t max,
+              std::chrono::steady_clock::duration idle_floor,
+              std::shared_ptr<ServerSession>* evicted = nullptr);
   void publish(const std::string& id);
   std::shared_ptr<ServerSession> find(const std::string& id) const;  // visible sessions only
   void erase(const std::string& id);
@@ -73,6 +78,7 @@ struct ServerState {
   std::atomic<std::uint64_t> connections_total{0};
   std::atomic<std::uint64_t> connections_refused{0};
   std::atomic<std::uint64_t> sessions_created{0};
+  std::atomic<std::uint64_t> sessions_evicted{0};
   std::atomic<std::uint64_t> slow_streams_closed{0};
   std::atomic<std::uint64_t> messages_dropped{0};
   std::string metrics_text() const;

@@ -263,12 +263,19 @@ void ServerEndpoint::on_control(const Incoming& in) {
                     "; use a fresh MQTT client id for every initialize (004 §MQTT Client ID)");
     return;
   }
-  if (clients_.size() >= options_.max_sessions) {
+  std::string why_not;
+  if (clients_.size() >= options_.max_sessions && !evict_idle(cid, &why_not)) {
     reply_error(cid, msg.id(), jsonrpc::code::connection_closed,
                 options_.server_name + " is serving its maximum of " +
                     std::to_string(options_.max_sessions) + " sessions; try again later");
-    logger()->warn("{} refused client {}: session limit {} reached", describe(), cid,
-                   options_.max_sessions);
+    if (std::size_t held_back = 0; refuse_log_.allow(held_back)) {
+      logger()->warn(
+          "{} refused client {}: session limit {} reached, none idle for longer than "
+          "egress.idle_floor_s ({}){}",
+          describe(), cid, options_.max_sessions, why_not,
+          held_back ? "; " + std::to_string(held_back) + " more since the last report"
+                    : std::string());
+    }
     return;
   }
   auto& c = clients_[cid];
@@ -337,6 +344,7 @@ void ServerEndpoint::on_rpc(const std::string& cid, const Incoming& in) {
       return;
     }
     auto& c = it->second;
+    note(c, m, /*from_client=*/true);
     if (auto link = c.link.lock()) {
       boost::asio::post(link->executor(), [link, m = std::move(m)] { link->deliver(m); });
     } else if (c.early.size() < options_.max_early_messages &&
@@ -381,7 +389,9 @@ void ServerEndpoint::on_client_capability(const std::string& cid, const Incoming
 }
 
 void ServerEndpoint::send_from_link(const std::string& cid, const jsonrpc::Message& m) {
-  if (!clients_.count(cid) || !conn_) return;
+  auto client = clients_.find(cid);
+  if (client == clients_.end() || !conn_) return;
+  note(client->second, m, /*from_client=*/false);
   const std::string topic =
       is_capability_notification(m)
           ? topics::server_capability(options_.server_id, options_.server_name)
@@ -411,6 +421,91 @@ void ServerEndpoint::send_from_link(const std::string& cid, const jsonrpc::Messa
     };
   }
   conn_->publish(topic, m.shared_text(), false, std::move(done));
+}
+
+void ServerEndpoint::note(Client& c, const jsonrpc::Message& m, bool from_client) {
+  constexpr std::size_t kMaxTracked = 4096;
+  c.last_activity = std::chrono::steady_clock::now();
+  // A request waits for the other side: "c" for the client's, "s" for the server's.
+  const char* const mine = from_client ? "c" : "s";
+  const char* const theirs = from_client ? "s" : "c";
+  if (m.is_request()) {
+    if (c.pending.size() < kMaxTracked)
+      c.pending.insert(mine + m.id().to_json());
+    else
+      c.pending_overflow = true;
+  } else if (m.is_response()) {
+    c.pending.erase(theirs + m.id().to_json());
+  } else if (m.method() == "notifications/cancelled") {
+    // MCP basic/utilities/cancellation: a cancelled request may never be answered.
+    const auto* p = m.params();
+    if (!p || !p->IsObject()) return;
+    auto rid = p->FindMember("requestId");
+    if (rid == p->MemberEnd()) return;
+    jsonrpc::Id id;
+    if (rid->value.IsInt64())
+      id = jsonrpc::Id::integer(rid->value.GetInt64());
+    else if (rid->value.IsString())
+      id = jsonrpc::Id::string(std::string(rid->value.GetString(), rid->value.GetStringLength()));
+    else
+      return;
+    c.pending.erase(mine + id.to_json());
+  }
+}
+
+bool ServerEndpoint::evict_idle(const std::string& for_client, std::string* why_not) {
+  const auto now = std::chrono::steady_clock::now();
+  auto victim = clients_.end();
+  std::size_t opening = 0, busy = 0, recent = 0;
+  std::string busy_example;
+  for (auto it = clients_.begin(); it != clients_.end(); ++it) {
+    const auto& c = it->second;
+    if (c.initialize || c.link.expired()) {  // still subscribing, or already ending
+      ++opening;
+      continue;
+    }
+    if ((!c.pending.empty() || c.pending_overflow) &&
+        now - c.last_activity <= options_.busy_horizon) {
+      if (busy++ == 0 && !c.pending.empty()) busy_example = *c.pending.begin();
+      continue;
+    }
+    if (now - c.last_activity <= options_.idle_floor) {
+      ++recent;
+      continue;
+    }
+    if (victim == clients_.end() || c.last_activity < victim->second.last_activity) victim = it;
+  }
+  if (victim == clients_.end()) {
+    if (why_not)
+      *why_not = std::to_string(opening) + " opening, " + std::to_string(busy) +
+                 " with a request unanswered" +
+                 (busy_example.empty() ? "" : " (e.g. " + busy_example + ")") + ", " +
+                 std::to_string(recent) + " active within egress.idle_floor_s";
+    return false;
+  }
+  const std::string cid = victim->first;
+  const auto idle_s =
+      std::chrono::duration_cast<std::chrono::seconds>(now - victim->second.last_activity).count();
+  const std::string why = "closed to make room for a new session (" + options_.server_name +
+                          " holds its maximum of " + std::to_string(options_.max_sessions) +
+                          "): idle for " + std::to_string(idle_s) +
+                          " s, longer than egress.idle_floor_s";
+  ++evicted_;
+  if (std::size_t held_back = 0; evict_log_.allow(held_back)) {
+    logger()->info("[server {} client {}] {}; client {} takes its place{}", options_.server_name,
+                   cid, why, for_client,
+                   held_back ? " (" + std::to_string(held_back) + " more since the last report)"
+                             : std::string());
+  }
+  // 004 §Server Disconnect: the client is told `disconnected`; the owner ends the upstream.
+  auto link = victim->second.link.lock();
+  end_client(cid, /*send_disconnected=*/true, std::nullopt);
+  if (link) {
+    boost::asio::post(link->executor(), [link, why] {
+      link->peer_closed(bridge::CloseReason{bridge::CloseReason::Kind::timeout, why});
+    });
+  }
+  return true;
 }
 
 void ServerEndpoint::reply_error(const std::string& cid, const jsonrpc::Id& id, int code,

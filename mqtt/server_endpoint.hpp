@@ -25,11 +25,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_set>
 
 #include <boost/asio/any_io_executor.hpp>
 
 #include "bridge/channel.hpp"
 #include "bridge/jsonrpc.hpp"
+#include "bridge/log.hpp"
 #include "mqtt/broker_connection.hpp"
 
 namespace mcpmqtt::mqtt {
@@ -80,6 +82,13 @@ class ServerEndpoint : public std::enable_shared_from_this<ServerEndpoint> {
     std::string meta_json = "{}";          // presence params.meta
     std::string connect_meta_json = "{}";  // MCP-META on CONNECT
     std::size_t max_sessions = 32;
+    // When max_sessions are held, a new client's initialize first closes the session idle the
+    // longest (no message either way and no request unanswered for longer than this), the
+    // client being told `disconnected`; only when none is that idle is the client refused.
+    std::chrono::milliseconds idle_floor{5000};
+    // A request unanswered for longer than this (the longest per-method timeout, after which
+    // the bridge has answered it one way or another) no longer keeps its session busy.
+    std::chrono::milliseconds busy_horizon{std::chrono::minutes(10)};
     jsonrpc::Limits limits;
     // A client's RPC messages that arrive while its topics are being subscribed (before its
     // initialize is answered): past either bound its requests get a JSON-RPC error at once.
@@ -113,6 +122,7 @@ class ServerEndpoint : public std::enable_shared_from_this<ServerEndpoint> {
   const std::string& server_name() const { return options_.server_name; }
   bool connected() const { return conn_ && conn_->connected(); }
   std::size_t session_count() const { return clients_.size(); }
+  std::uint64_t sessions_evicted() const { return evicted_; }
   std::uint64_t reconnects() const;
   std::string describe() const { return "[server " + options_.server_name + "]"; }
 
@@ -124,6 +134,11 @@ class ServerEndpoint : public std::enable_shared_from_this<ServerEndpoint> {
     std::deque<jsonrpc::Message> early;  // arrived while subscribing
     std::size_t early_bytes = 0;
     std::size_t early_refused = 0;  // past the bounds; logged once
+    std::chrono::steady_clock::time_point last_activity = std::chrono::steady_clock::now();
+    // Requests either way not answered yet ("c" or "s" and the id): a session with one is busy,
+    // however long it has been quiet.
+    std::unordered_set<std::string> pending;
+    bool pending_overflow = false;  // more than kMaxTracked: busy until the session ends
   };
 
   ServerEndpoint(boost::asio::any_io_executor strand, StrandFactory session_strands,
@@ -142,6 +157,11 @@ class ServerEndpoint : public std::enable_shared_from_this<ServerEndpoint> {
   void reply_error(const std::string& client_id, const jsonrpc::Id& id, int code,
                    const std::string& message);
   void publish_presence();
+  // Activity of a session, for the idle floor: `from_client` is what the client sent.
+  void note(Client& c, const jsonrpc::Message& m, bool from_client);
+  // Closes the longest-idle session idle for longer than idle_floor; false when none is.
+  // `why_not`: what the sessions were doing instead, for the log.
+  bool evict_idle(const std::string& for_client, std::string* why_not = nullptr);
   // Called by links (posted onto our strand).
   void send_from_link(const std::string& client_id, const jsonrpc::Message& message);
   void end_client(const std::string& client_id, bool send_disconnected,
@@ -156,6 +176,9 @@ class ServerEndpoint : public std::enable_shared_from_this<ServerEndpoint> {
   bool stopping_ = false;
   bool name_adopted_ = false;
   std::uint64_t reconnects_before_ = 0;
+  std::uint64_t evicted_ = 0;
+  log::Throttle evict_log_;
+  log::Throttle refuse_log_;
 };
 
 // True for the notifications 004 sends on the shared capability topic: every

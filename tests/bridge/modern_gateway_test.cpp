@@ -399,6 +399,45 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "modern gateway pool: the line of waiting requests is bounded in bytes too "
+    "(ingress.modern.max_waiting_bytes), past it a request gets 503 at once",
+    "[modern-gateway][pool][limits]") {
+  ModernGateway::Options o;
+  o.max_sessions_per_key = 1;
+  o.max_waiting = 100;
+  o.max_waiting_bytes = 3000;
+  o.queue_timeout = 5s;
+  Harness h(o);
+  auto a = h.call(tool_call("1", "sleep"));
+  REQUIRE(h.sessions.size() == 1);
+  h.sessions[0]->initialize();
+  auto call_a = h.sessions[0]->expect("tools/call");
+  // Requests of about 1 KiB wait for the one session: the line takes a few, then 503.
+  const std::string pad = R"(,"pad":")" + std::string(1000, 'p') + "\"";
+  std::vector<decltype(a)> waiting;
+  decltype(a) refused;
+  for (int i = 2; i < 20 && !refused; ++i) {
+    auto c = h.call(tool_call(std::to_string(i), "sleep", pad));
+    if (c->final)
+      refused = c;
+    else
+      waiting.push_back(c);
+  }
+  REQUIRE(refused);
+  CHECK(waiting.size() >= 1);
+  CHECK(waiting.size() <= 3);
+  CHECK(refused->status == 503);
+  CHECK(refused->final->error().code == -32000);
+  CHECK(refused->final->error().message.find("max_waiting_bytes") != std::string::npos);
+  CHECK(h.gateway->stats().waiting == waiting.size());
+  // The line moves on as before.
+  h.sessions[0]->reply(call_a, R"({"content":[]})");
+  REQUIRE(a->final);
+  h.sessions[0]->expect("tools/call");
+  CHECK(h.gateway->stats().waiting == waiting.size() - 1);
+}
+
+TEST_CASE(
     "modern gateway pool: when full, an idle session of another client makes room, and a "
     "server that is not online gets 503",
     "[modern-gateway][pool]") {

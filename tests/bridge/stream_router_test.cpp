@@ -3,6 +3,7 @@
 // §Streamable HTTP, §Resumability and Redelivery).
 #include "bridge/stream_router.hpp"
 
+#include <cstdio>
 #include <set>
 
 #include <catch2/catch.hpp>
@@ -228,7 +229,7 @@ TEST_CASE("router: a full backlog drops its oldest notification and never a requ
   auto d = r.route(notification("n/d"));
   CHECK(d.to == To::nowhere);
   CHECK_FALSE(d.refuse_request);
-  CHECK(d.why.find("backlog (3 messages) is full of requests") != std::string::npos);
+  CHECK(d.why.find("backlog (3 messages, 4194304 bytes) is full of requests") != std::string::npos);
   auto q13 = r.route(server_request(13));
   CHECK(q13.to == To::nowhere);
   CHECK(q13.refuse_request);
@@ -635,4 +636,117 @@ TEST_CASE(
   REQUIRE(resumed);
   CHECK(resumed->incomplete);
   CHECK(resumed->events.empty());
+}
+
+// ---- bytes (issue 20: every queue toward a slow peer bounded in bytes as well) -----------------
+
+namespace {
+
+// Resident memory of this process, from /proc/self/status.
+std::size_t rss_kib() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  REQUIRE(f);
+  char line[256];
+  std::size_t kib = 0;
+  while (std::fgets(line, sizeof line, f)) {
+    if (std::sscanf(line, "VmRSS: %zu kB", &kib) == 1) break;
+  }
+  std::fclose(f);
+  return kib;
+}
+
+Message big_notification(std::size_t bytes) {
+  return parse(R"({"jsonrpc":"2.0","method":"notifications/message","params":{"data":")" +
+               std::string(bytes, 'x') + R"("}})");
+}
+
+Message big_result(int id, std::size_t bytes) {
+  return parse(R"({"jsonrpc":"2.0","id":)" + std::to_string(id) + R"(,"result":{"text":")" +
+               std::string(bytes, 'y') + R"("}})");
+}
+
+StreamRouter::Limits byte_limits(std::size_t backlog_bytes, std::size_t replay_bytes) {
+  StreamRouter::Limits l;
+  l.backlog_messages = 1000000;
+  l.replay_events = 1000000;
+  l.backlog_bytes = backlog_bytes;
+  l.replay_bytes = replay_bytes;
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "router: the session backlog is bounded in bytes, drops notifications first, refuses a "
+    "request when only requests are held, and memory stays flat",
+    "[router][limits]") {
+  StreamRouter r(byte_limits(1 << 20, 1 << 20));
+  const auto before = rss_kib();
+  // 128 MiB of notifications for a client that never opens a stream.
+  std::size_t evicted = 0;
+  for (int i = 0; i < 2048; ++i) {
+    auto routed = r.route(big_notification(64 * 1024));
+    CHECK(routed.to == To::backlog);
+    evicted += routed.evicted.size();
+    REQUIRE(r.backlog_bytes() <= (1u << 20));
+  }
+  CHECK(evicted > 2000);
+  CHECK(r.backlog_size() < 20);
+  const auto after = rss_kib();
+  INFO("VmRSS before " << before << " KiB, after " << after << " KiB");
+  CHECK(after < before + 16 * 1024);  // far below the 128 MiB that went through
+
+  // Requests push the notifications out; once only requests are held, the next is refused.
+  StreamRouter q(byte_limits(4000, 1 << 20));
+  q.route(notification("n/a"));
+  int id = 1;
+  for (; id < 100; ++id) {
+    auto routed = q.route(server_request(id));
+    if (routed.to == To::nowhere) {
+      CHECK(routed.refuse_request);
+      CHECK(routed.why.find("4000 bytes) is full of requests") != std::string::npos);
+      break;
+    }
+  }
+  CHECK(id < 100);
+  CHECK(q.backlog_bytes() <= 4000);
+}
+
+TEST_CASE(
+    "router: a replay buffer is bounded in bytes, and a response it cannot keep for an absent "
+    "client becomes a -32000 error for the same id, so every request is still answered",
+    "[router][limits]") {
+  StreamRouter r(byte_limits(1 << 20, 1 << 20));
+  std::vector<Message> body;
+  for (int i = 1; i <= 64; ++i)
+    body.push_back(request(i));
+  const auto s = open(r, body, sse(false));  // the client went away before the answers
+  const auto before = rss_kib();
+  std::size_t replaced = 0;
+  for (int i = 1; i <= 64; ++i) {
+    auto routed = r.route(big_result(i, 256 * 1024));  // 16 MiB of results in all
+    replaced += routed.evicted.size();
+    REQUIRE(r.held_bytes() <= (1u << 20) + 256 * 1024 + 1024);
+  }
+  CHECK(replaced > 50);
+  const auto after = rss_kib();
+  INFO("VmRSS before " << before << " KiB, after " << after << " KiB");
+  CHECK(after < before + 8 * 1024);
+
+  // The client comes back: one answer per request, the newest in full, the older ones errors.
+  auto resumed = r.attach_from_start(s);
+  REQUIRE(resumed.events.size() == 64);
+  std::set<std::string> ids_seen;
+  std::size_t errors = 0;
+  for (const auto& e : resumed.events) {
+    ids_seen.insert(e.message.id().to_json());
+    if (e.message.kind() == mcpmqtt::jsonrpc::Kind::error) {
+      ++errors;
+      CHECK(e.message.error().code == -32000);
+      CHECK(e.message.error().message.find("http.limits.replay_buffer_bytes") != std::string::npos);
+    }
+  }
+  CHECK(ids_seen.size() == 64);
+  CHECK(errors == replaced);
+  CHECK(resumed.events.back().message.kind() == mcpmqtt::jsonrpc::Kind::result);
 }

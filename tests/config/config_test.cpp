@@ -521,3 +521,31 @@ TEST_CASE("events.webhooks: off by default, a database required when on, bounds 
   CHECK(only_problem(R"({"events": {"webhooks": {"enabeld": true}}})").path ==
         "events.webhooks.enabeld");
 }
+
+TEST_CASE(
+    "limits of issue 20: the idle floors that make room at max_sessions and the byte bounds of "
+    "the queues toward slow clients, with their defaults",
+    "[config][limits]") {
+  auto d = good("{}");
+  CHECK(d.egress.idle_floor_s == 5);
+  CHECK(d.http.limits.idle_floor_s == 5);
+  CHECK(d.http.limits.stream_queue_bytes == 16u << 20);
+  CHECK(d.http.limits.session_backlog_bytes == 4u << 20);
+  CHECK(d.http.limits.replay_buffer_bytes == 4u << 20);
+  CHECK(d.ingress.modern.max_waiting_bytes == 32u << 20);
+  auto c = good(R"({
+    "egress": { "idle_floor_s": 0 },
+    "http": { "limits": { "idle_floor_s": 30, "stream_queue_bytes": 65536,
+                          "session_backlog_bytes": 0, "replay_buffer_bytes": 1000 } },
+    "ingress": { "modern": { "max_waiting_bytes": 2048 } }
+  })");
+  CHECK(c.egress.idle_floor_s == 0);
+  CHECK(c.http.limits.idle_floor_s == 30);
+  CHECK(c.http.limits.stream_queue_bytes == 65536);
+  CHECK(c.http.limits.session_backlog_bytes == 0);
+  CHECK(c.http.limits.replay_buffer_bytes == 1000);
+  CHECK(c.ingress.modern.max_waiting_bytes == 2048);
+  CHECK(only_problem(R"({"egress": {"idle_floor_s": -1}})").path == "egress.idle_floor_s");
+  CHECK(only_problem(R"({"http": {"limits": {"stream_queue_bytes": 10}}})").path ==
+        "http.limits.stream_queue_bytes");
+}

@@ -175,7 +175,7 @@ TEST_CASE(
                         "max_sessions": 1 },
         "test/missing": { "command": "/nonexistent/mcp-server" }
       })",
-          R"("timeouts": {"initialize": 2}, "egress": {"terminate_after_ms": 200, "kill_after_ms": 200}, )"));
+          R"("timeouts": {"initialize": 2}, "egress": {"terminate_after_ms": 200, "kill_after_ms": 200, "idle_floor_s": 3600}, )"));
   REQUIRE(bridge->wait_for_log("[server test/missing] online"));
   REQUIRE(bridge->wait_for_log("[server test/silent] online"));
   REQUIRE(bridge->wait_for_log("[server test/noisy] online"));

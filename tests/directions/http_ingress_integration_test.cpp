@@ -132,6 +132,65 @@ TEST_CASE(
   CHECK(same.exit_code == 0);
 }
 
+// The bridge's lines about refused sessions (what kept every session from making room).
+static std::string refusals(const std::string& log) {
+  std::string out;
+  std::size_t start = 0, n = 0;
+  while (start < log.size() && n < 5) {
+    auto end = log.find('\n', start);
+    if (end == std::string::npos) end = log.size();
+    const auto line = log.substr(start, end - start);
+    if (line.find("refused client") != std::string::npos) {
+      out += line + "\n";
+      ++n;
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
+TEST_CASE(
+    "HTTP ingress with default limits: the conformance suite, whose client never sends DELETE, "
+    "runs ten times in a row against one bridge and every run has the passes of the first "
+    "(abandoned sessions make room past the idle floor instead of locking clients out)",
+    "[ingress][conformance][limits]") {
+  TempDir out;
+  Mosquitto broker;
+  // Default limits: egress.max_sessions_per_server 32, a suite run opens at least 32 sessions
+  // and abandons each; without idle sessions making room, the second run is refused.
+  Bridge bridge(broker,
+                R"({"test/conformance": {"command": ")" + node_binary() + R"(", "args": [")" +
+                    fixture_script() + R"(", "--stdio"]}})",
+                "test/conformance");
+  REQUIRE(bridge.proc->wait_for_log("[directory] test/conformance online"));
+  std::string first;
+  for (int run = 1; run <= 10; ++run) {
+    std::string log;
+    const auto started = std::chrono::steady_clock::now();
+    auto result = run_conformance(bridge.url(), out.path() + "/run" + std::to_string(run), &log);
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now() - started)
+                          .count();
+    INFO("run " << run << " (" << took << " ms): " << log);
+    REQUIRE(result);
+    UNSCOPED_INFO("run " << run << " took " << took << " ms");
+    if (run == 1) {
+      first = *result;
+      auto all_pass = compare_conformance({"--all-pass", first, "--min-scenarios", "32"});
+      INFO(all_pass.out << all_pass.err);
+      CHECK(all_pass.exit_code == 0);
+      continue;
+    }
+    auto same = compare_conformance({first, *result});
+    INFO(same.out << same.err);
+    INFO(refusals(bridge.proc->log()));
+    CHECK(same.exit_code == 0);
+  }
+  // Sessions did make room, and the egress never holds more than its 32 children.
+  CHECK(bridge.proc->log().find("closed to make room for a new session") != std::string::npos);
+  CHECK(children_of(bridge.proc->pid()).size() <= 32);
+}
+
 TEST_CASE(
     "HTTP ingress: malformed requests get the documented status and error, and the bridge "
     "keeps serving",

@@ -269,7 +269,10 @@ TEST_CASE("http: bearer tokens guard every route but /healthz", "[http][integrat
 }
 
 TEST_CASE("http: max_sessions → 503, and a DELETE makes room again", "[http][integration]") {
-  TestServer ts(config_with([](auto& c) { c.limits.max_sessions = 2; }));
+  TestServer ts(config_with([](auto& c) {
+    c.limits.max_sessions = 2;
+    c.limits.idle_floor_s = 3600;  // no session is idle long enough to make room
+  }));
   const auto a = open_session(ts);
   const auto b = open_session(ts);
   RawClient c(ts.endpoint);
@@ -282,6 +285,53 @@ TEST_CASE("http: max_sessions → 503, and a DELETE makes room again", "[http][i
             .status == 200);
   CHECK(open_session(ts).size() == 32);
   check_still_serving(ts, b, false);
+}
+
+TEST_CASE(
+    "http: at max_sessions the session idle the longest past http.limits.idle_floor_s makes room "
+    "and answers 404 afterwards, one with an open stream or newer than the floor never does, "
+    "and with none to close the refusal is the 503 of before",
+    "[http][integration][limits]") {
+  TestServer ts(config_with([](auto& c) {
+    c.limits.max_sessions = 3;
+    c.limits.idle_floor_s = 2;
+  }));
+  const auto a = open_session(ts);  // idle the longest
+  const auto b = open_session(ts);  // idle, since a little later
+  const auto s = open_session(ts);  // keeps its GET stream open: busy, however quiet
+  RawClient stream(ts.endpoint);
+  stream.send(bhttp::verb::get, "/mcp", get_headers(ts.host(), s));
+  REQUIRE(stream.read_header().status == 200);
+  // The floor is what is being tested: let it pass for a and b (and s, which is busy).
+  std::this_thread::sleep_for(2500ms);
+
+  auto ended = [&](const std::string& sid) {
+    RawClient c(ts.endpoint);
+    return c.request(bhttp::verb::post, "/mcp", post_headers(ts.host(), sid, "2025-11-25"),
+                     request_body(5, "tools/list"));
+  };
+  const auto c = open_session(ts);  // a makes room
+  auto gone = ended(a);
+  CHECK(gone.status == 404);
+  REQUIRE(ts.backend.wait_closed(0));
+  const auto why = ts.backend.closed(0);
+  CHECK(why->kind == mcpmqtt::bridge::CloseReason::Kind::timeout);
+  CHECK(why->detail.find("http.limits.idle_floor_s") != std::string::npos);
+  const auto d = open_session(ts);  // then b
+  CHECK(ended(b).status == 404);
+  // c and d are newer than the floor, s has a stream open: nobody to close.
+  RawClient e(ts.endpoint);
+  auto full = e.request(bhttp::verb::post, "/mcp", post_headers(ts.host()), initialize_body());
+  CHECK(full.status == 503);
+  CHECK(full.error_code() == -32000);
+  CHECK(full.error_message() ==
+        "Service Unavailable: the bridge holds its maximum of 3 MCP sessions "
+        "(http.limits.max_sessions); try again later");
+  check_still_serving(ts, s, false);
+  check_still_serving(ts, c, false);
+  check_still_serving(ts, d, false);
+  CHECK(ts.server().metrics_text().find("mcpmqtt_http_sessions_evicted_total 2") !=
+        std::string::npos);
 }
 
 TEST_CASE("http: max_connections → 503 for the connection past the limit", "[http][integration]") {

@@ -566,6 +566,57 @@ TEST_CASE("http: a reader too far behind loses its stream but can resume it",
   CHECK(last == 999);
 }
 
+TEST_CASE(
+    "http: an SSE reader too far behind in bytes (http.limits.stream_queue_bytes) loses its "
+    "stream with a logged reason, and memory stays flat however much the server sends",
+    "[http][integration][limits]") {
+  TestServer ts(config_with([](auto& c) {
+    c.limits.stream_queue_messages = 1000000;  // only the bytes can be reached
+    c.limits.stream_queue_bytes = 1 << 20;
+    c.limits.replay_buffer_bytes = 1 << 20;
+    c.limits.replay_buffer_events = 1000000;
+    c.limits.session_backlog_bytes = 1 << 20;
+    c.limits.session_backlog_messages = 1000000;
+  }));
+  const auto sid = open_session(ts);
+  RawClient g(ts.endpoint);
+  g.send(bhttp::verb::get, "/mcp", get_headers(ts.host(), sid));
+  REQUIRE(g.read_header().status == 200);
+  auto priming = g.next_event();
+  REQUIRE(priming);
+  const auto before = rss_kib();
+  // 160 MB for a reader that stopped reading: far more than the socket buffers and the bounds.
+  const std::string filler(80000, 'x');
+  for (int i = 0; i < 2000; ++i)
+    ts.backend.send(
+        0, Message::notification("notifications/message", R"({"n":)" + std::to_string(i) +
+                                                              R"(,"pad":")" + filler + R"("})"));
+  CHECK_FALSE(g.wait_end(10s));
+  CHECK(g.stream_failed());
+  CHECK(eventually([&] {
+    return ts.server().metrics_text().find("mcpmqtt_http_slow_streams_closed_total 1") !=
+           std::string::npos;
+  }));
+  ts.backend.send(0, Message::notification("notifications/message", R"({"n":"last"})"));
+  // The session goes on: the most recent events are replayed after a resume.
+  std::optional<RawClient> r;
+  REQUIRE(eventually([&] {
+    r.emplace(ts.endpoint);
+    r->send(bhttp::verb::get, "/mcp", get_headers(ts.host(), sid, priming->id));
+    return r->read_header().status == 200;
+  }));
+  std::string last;
+  while (auto e = r->next_message(2s)) {
+    last = at(*e->message(), {"params", "n"});
+    if (last == "last") break;
+  }
+  CHECK(last == "last");
+  // Every message has gone through the session (written, held or dropped) by now.
+  const auto after = rss_kib();
+  INFO("VmRSS before " << before << " KiB, after " << after << " KiB");
+  CHECK(after < before + 48 * 1024);
+}
+
 TEST_CASE("http: a reader that falls behind and catches up gets every event whole and in order",
           "[http][integration]") {
   // The first events go out on the socket the idle stream lends to the session; once the

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <memory>
@@ -338,6 +339,19 @@ class TestServer {
   std::unique_ptr<http::Server> server_;
   std::vector<std::thread> threads_;
 };
+
+// Resident memory of this process (the server runs in it), from /proc/self/status.
+inline std::size_t rss_kib() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return 0;
+  char line[256];
+  std::size_t kib = 0;
+  while (std::fgets(line, sizeof line, f)) {
+    if (std::sscanf(line, "VmRSS: %zu kB", &kib) == 1) break;
+  }
+  std::fclose(f);
+  return kib;
+}
 
 // ---- a raw HTTP client -------------------------------------------------------------------------
 

@@ -1,5 +1,7 @@
 // The server endpoint's protocol duties (004), observed through a real Mosquitto by an
 // independent MQTT client that plays the MCP client.
+#include <thread>
+
 #include <catch2/catch.hpp>
 #include <rapidjson/document.h>
 #include <signal.h>
@@ -92,7 +94,8 @@ struct Fixture {
   std::shared_ptr<mq::ServerEndpoint> endpoint;
   boost::asio::any_io_executor strand = io.strand();
 
-  explicit Fixture(std::size_t max_sessions = 32) {
+  // The idle floor is far away unless a test is about it: no session makes room by accident.
+  explicit Fixture(std::size_t max_sessions = 32, std::chrono::milliseconds idle_floor = 1h) {
     mq::ServerEndpoint::Options o;
     o.broker = broker_config(broker);
     o.server_id = server_id;
@@ -100,6 +103,7 @@ struct Fixture {
     o.description = "A server for tests";
     o.meta_json = R"({"rbac":{"roles":[{"name":"user"}]}})";
     o.max_sessions = max_sessions;
+    o.idle_floor = idle_floor;
     endpoint = mq::ServerEndpoint::create(
         strand, [this] { return io.strand(); }, o, owner.handlers());
     io.run(strand, [&] { endpoint->start(); });
@@ -480,4 +484,66 @@ TEST_CASE(
   CHECK(msg->client_id == cid);
   CHECK(msg->text == R"({"jsonrpc":"2.0","id":21,"method":"tools/list"})");
   CHECK(f.io.run(f.strand, [&] { return f.endpoint->reconnects(); }) == 1);
+}
+
+TEST_CASE(
+    "egress at max_sessions: the session idle the longest past the idle floor is closed to make "
+    "room (the client told disconnected), one with a request unanswered or newer than the floor "
+    "never is, and with none to close the refusal is the one of before",
+    "[mqtt][server][limits]") {
+  Fixture f(/*max_sessions=*/2, /*idle_floor=*/1500ms);
+  auto pop = [&](const std::string& cid, const std::string& kind) {
+    for (;;) {
+      auto e = f.owner.events.pop(10s);
+      if (!e) return std::optional<Owner::Event>();
+      if (e->client_id == cid && e->kind == kind) return e;
+    }
+  };
+  Observer a(f.broker.url()), b(f.broker.url()), c(f.broker.url()), d(f.broker.url()),
+      e(f.broker.url());
+  REQUIRE(f.initialize(a));
+  REQUIRE(pop(a.client_id(), "initialize"));
+  REQUIRE(f.initialize(b));
+  REQUIRE(pop(b.client_id(), "initialize"));
+  // b waits for the answer to a request: busy, however quiet.
+  b.publish(f.rpc_topic(b.client_id()), R"({"jsonrpc":"2.0","id":5,"method":"tools/call"})");
+  REQUIRE(pop(b.client_id(), "message"));
+  // The floor is what is being tested: let it pass.
+  std::this_thread::sleep_for(2s);
+
+  // c takes a's place: a is told `disconnected` and its owner learns why.
+  auto rc = f.initialize(c, 3);
+  REQUIRE(rc);
+  CHECK(json(rc->payload).HasMember("result"));
+  auto note = a.wait_on(f.rpc_topic(a.client_id()));
+  REQUIRE(note);
+  CHECK(note->payload == R"({"jsonrpc":"2.0","method":"notifications/disconnected"})");
+  auto closed = pop(a.client_id(), "closed");
+  REQUIRE(closed);
+  CHECK(closed->text.find("closed to make room for a new session") != std::string::npos);
+  CHECK(closed->text.find("egress.idle_floor_s") != std::string::npos);
+  CHECK(f.io.run(f.strand, [&] { return f.endpoint->sessions_evicted(); }) == 1u);
+
+  // b has a request unanswered and c is newer than the floor: d is refused as before.
+  auto rd = f.initialize(d, 4);
+  REQUIRE(rd);
+  auto err = json(rd->payload);
+  CHECK(err["error"]["code"].GetInt() == -32000);
+  CHECK(std::string(err["error"]["message"].GetString()) ==
+        kName + " is serving its maximum of 2 sessions; try again later");
+
+  // b's request answered: b is idle from now, c from its initialize, so c goes first.
+  f.owner.link(b.client_id())
+      ->send(jsonrpc::Message::result(jsonrpc::Id::integer(5), R"({"content":[]})"));
+  REQUIRE(b.wait_on(f.rpc_topic(b.client_id())));
+  std::this_thread::sleep_for(2s);
+  auto re = f.initialize(e, 6);
+  REQUIRE(re);
+  CHECK(json(re->payload).HasMember("result"));
+  REQUIRE(pop(c.client_id(), "closed"));
+  // b is still served.
+  b.publish(f.rpc_topic(b.client_id()), R"({"jsonrpc":"2.0","id":7,"method":"ping"})");
+  auto msg = pop(b.client_id(), "message");
+  REQUIRE(msg);
+  CHECK(msg->text == R"({"jsonrpc":"2.0","id":7,"method":"ping"})");
 }
