@@ -27,6 +27,10 @@ for flavour in release asan; do
   done
 done
 
+# The soak's CI variant (README, Reliability): 60 s of mixed traffic through the release build
+# while the broker, children and ingress processes are killed; every request accounted for.
+scripts/soak.sh --seconds 60 || status=1
+
 # ThreadSanitizer: the unit tests (the core's code under the loop, the Paho engine's gate and its
 # callback threads, the I/O threads of the test support). The whole integration tier under TSan
 # is a separate command (README, Development): it does not fit CI's time beside the two builds.
