@@ -13,6 +13,12 @@ using mcpmqtt::jsonrpc::Kind;
 
 namespace {
 
+#ifdef __SANITIZE_ADDRESS__
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
 std::string stream_of(const std::string& event_id) {
   return event_id.substr(0, event_id.find('-'));
 }
@@ -614,7 +620,8 @@ TEST_CASE(
   // Every message has gone through the session (written, held or dropped) by now.
   const auto after = rss_kib();
   INFO("VmRSS before " << before << " KiB, after " << after << " KiB");
-  CHECK(after < before + 48 * 1024);
+  // ASan keeps freed memory in quarantine: resident memory says nothing there.
+  if (!kSanitized) CHECK(after < before + 48 * 1024);
 }
 
 TEST_CASE("http: a reader that falls behind and catches up gets every event whole and in order",
