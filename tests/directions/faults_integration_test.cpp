@@ -48,6 +48,14 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+// ASan keeps freed memory in quarantine, resident: under it RSS says nothing about bounds (the
+// bridge processes the tests start are the same build as the tests).
+#ifdef __SANITIZE_ADDRESS__
+constexpr bool kRssMeaningful = false;
+#else
+constexpr bool kRssMeaningful = true;
+#endif
+
 const std::string kServer = "test/faults";
 const std::string kVersion = "2025-11-25";
 
@@ -573,7 +581,8 @@ TEST_CASE(
     CHECK(t.after_ms <= 2000 + 500);  // the per-method timeout at the latest
     const auto rss1 = rss_kib(pid);
     INFO("RSS " << rss0 << " KiB before, " << rss1 << " KiB after");
-    CHECK(rss1 < rss0 + 64 * 1024);  // bounded by the line limit (16 MiB), not by the flood
+    if (kRssMeaningful)
+      CHECK(rss1 < rss0 + 64 * 1024);  // bounded by the line limit (16 MiB), not by the flood
     client.disconnect();
   }
   SECTION("a child that never reads its stdin") {
@@ -626,7 +635,7 @@ TEST_CASE(
   Mosquitto broker;
   Bridge bridge(broker, "{" + test_server() + "}", kServer,
                 R"("egress": {"max_sessions_per_server": 1024}, )",
-                R"(, "limits": {"session_idle_timeout_s": 1, "stream_queue_messages": 64})",
+                R"(, "limits": {"session_idle_timeout_s": 2, "stream_queue_messages": 64})",
                 kFastReconnect);
   REQUIRE(bridge.proc->wait_for_log("[directory] " + kServer + " online"));
   const pid_t pid = bridge.proc->pid();
@@ -670,7 +679,7 @@ TEST_CASE(
     CHECK(bridge.proc->wait_for_log("too slow", 30s));
     const auto rss1 = rss_kib(pid);
     INFO("RSS " << rss0 << " KiB before, " << rss1 << " KiB after");
-    CHECK(rss1 < rss0 + 64 * 1024);
+    if (kRssMeaningful) CHECK(rss1 < rss0 + 64 * 1024);
     stalled.reset();
     // The session goes on (once the flood has passed: until then it reaches every open stream
     // of the session, this call's too).
@@ -705,11 +714,11 @@ TEST_CASE(
     }
     INFO(opened << " sessions opened in " << ms_since(start) << " ms");
     CHECK(opened == 1000);
-    // Each ends by the idle timeout (1 s here); the server hears notifications/disconnected.
+    // Each ends by the idle timeout (2 s here); the server hears notifications/disconnected.
     CHECK(count_ends(1000, 60s));
     const auto rss1 = rss_kib(pid);
     INFO("RSS " << rss0 << " KiB before, " << rss1 << " KiB after");
-    CHECK(rss1 < rss0 + 32 * 1024);
+    if (kRssMeaningful) CHECK(rss1 < rss0 + 32 * 1024);
   }
   back_to(baseline, pid, broker.port(), 30s);
 }
