@@ -319,7 +319,7 @@ TEST_CASE("a problem is one line, whatever characters the file's keys and values
   CHECK(format_problems(r.problems, "f.jsonc") ==
         "f.jsonc: mqtt.client: expected \"native\" or \"paho\", found \"a\\nb\\x1b[31m\"\n"
         "f.jsonc: \"x\\ty\\r\": unknown key (known keys here: $schema, mqtt, http, ingress, "
-        "egress, timeouts, log, daemon, mcpServers)\n");
+        "egress, events, timeouts, log, daemon, mcpServers)\n");
   // The problems themselves keep the text as it was.
   CHECK(r.problems[0].message == "expected \"native\" or \"paho\", found \"a\nb\x1b[31m\"");
 }
