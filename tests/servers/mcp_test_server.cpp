@@ -32,33 +32,14 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "tests/servers/line_json.hpp"
+
 namespace {
 
-std::string quote(const std::string& s) {
-  rapidjson::StringBuffer buf;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
-  w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
-  return {buf.GetString(), buf.GetSize()};
-}
-
-std::string to_json(const rapidjson::Value& v) {
-  rapidjson::StringBuffer buf;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
-  v.Accept(w);
-  return {buf.GetString(), buf.GetSize()};
-}
-
-void emit(const std::string& line) {
-  std::fwrite(line.data(), 1, line.size(), stdout);
-  std::fputc('\n', stdout);
-  std::fflush(stdout);
-}
-
-std::string str(const rapidjson::Value* obj, const char* name) {
-  if (!obj || !obj->IsObject()) return {};
-  auto it = obj->FindMember(name);
-  return it != obj->MemberEnd() && it->value.IsString() ? it->value.GetString() : std::string();
-}
+using mcpmqtt::test_servers::emit;
+using mcpmqtt::test_servers::quote;
+using mcpmqtt::test_servers::str;
+using mcpmqtt::test_servers::to_json;
 
 const char* kTools =
     R"({"tools":[)"
