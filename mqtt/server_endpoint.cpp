@@ -4,6 +4,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "bridge/log.hpp"
+#include "bridge/metrics.hpp"
 #include "bridge/protocol/topics.hpp"
 
 namespace mcpmqtt::mqtt {
@@ -16,6 +17,17 @@ auto logger() {
 }
 
 const std::string kDisconnected = R"({"jsonrpc":"2.0","method":"notifications/disconnected"})";
+
+// What happens at max_sessions, per server-name: a session closed to make room, or an
+// initialize refused because none could.
+metrics::Counter& at_limit(const std::string& server_name, const char* outcome) {
+  return metrics::registry().counter(
+      "mcpmqtt_egress_session_limit_total",
+      "Initializes that found a published server at its max_sessions, by outcome: evicted (the "
+      "session idle the longest past egress.idle_floor_s was closed to make room) or refused "
+      "(none could be).",
+      {"server_name", "outcome"}, {server_name, outcome});
+}
 
 bool is_disconnected(const Incoming& in) {
   if (in.payload->empty()) return true;
@@ -265,6 +277,7 @@ void ServerEndpoint::on_control(const Incoming& in) {
   }
   std::string why_not;
   if (clients_.size() >= options_.max_sessions && !evict_idle(cid, &why_not)) {
+    at_limit(options_.server_name, "refused").inc();
     reply_error(cid, msg.id(), jsonrpc::code::connection_closed,
                 options_.server_name + " is serving its maximum of " +
                     std::to_string(options_.max_sessions) + " sessions; try again later");
@@ -491,6 +504,7 @@ bool ServerEndpoint::evict_idle(const std::string& for_client, std::string* why_
                           "): idle for " + std::to_string(idle_s) +
                           " s, longer than egress.idle_floor_s";
   ++evicted_;
+  at_limit(options_.server_name, "evicted").inc();
   if (std::size_t held_back = 0; evict_log_.allow(held_back)) {
     logger()->info("[server {} client {}] {}; client {} takes its place{}", options_.server_name,
                    cid, why, for_client,

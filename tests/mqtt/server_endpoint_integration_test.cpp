@@ -6,6 +6,7 @@
 #include <rapidjson/document.h>
 #include <signal.h>
 
+#include "bridge/metrics.hpp"
 #include "bridge/protocol/topics.hpp"
 #include "mqtt/server_endpoint.hpp"
 #include "tests/support/io.hpp"
@@ -45,7 +46,10 @@ struct Owner {
     std::string kind;  // "initialize", "message", "closed"
     std::string text;
   };
-  Inbox<Event> events;
+  // Shared with the links' handlers: a link's close may run on its own strand after the
+  // fixture (and this owner) are gone, when the endpoint stopped.
+  std::shared_ptr<Inbox<Event>> inbox = std::make_shared<Inbox<Event>>();
+  Inbox<Event>& events = *inbox;
   std::mutex mu;
   std::map<std::string, std::shared_ptr<mq::ClientLink>> links;
   bool answer = true;
@@ -60,12 +64,12 @@ struct Owner {
       }
       events.push({cid, "initialize", std::string(init.text())});
       // The link delivers the initialize again as its first message; the test already has it.
-      link->start({[this, cid](jsonrpc::Message m) {
+      link->start({[inbox = inbox, cid](jsonrpc::Message m) {
                      if (m.method() == "initialize") return;
-                     events.push({cid, "message", std::string(m.text())});
+                     inbox->push({cid, "message", std::string(m.text())});
                    },
-                   [this, cid](const bridge::CloseReason& why) {
-                     events.push({cid, "closed",
+                   [inbox = inbox, cid](const bridge::CloseReason& why) {
+                     inbox->push({cid, "closed",
                                   std::string(bridge::to_string(why.kind)) + ": " + why.detail});
                    }});
       if (answer) {
@@ -523,6 +527,15 @@ TEST_CASE(
   CHECK(closed->text.find("closed to make room for a new session") != std::string::npos);
   CHECK(closed->text.find("egress.idle_floor_s") != std::string::npos);
   CHECK(f.io.run(f.strand, [&] { return f.endpoint->sessions_evicted(); }) == 1u);
+  // Each test runs in a process of its own: the registry holds this test's counts only.
+  const auto limit_count = [](const std::string& outcome) {
+    const std::string series = R"(mcpmqtt_egress_session_limit_total{server_name=")" + kName +
+                               R"(",outcome=")" + outcome + R"("} )";
+    const auto text = mcpmqtt::metrics::registry().text();
+    const auto at = text.find(series);
+    return at == std::string::npos ? -1 : std::stoi(text.substr(at + series.size()));
+  };
+  CHECK(limit_count("evicted") == 1);
 
   // b has a request unanswered and c is newer than the floor: d is refused as before.
   auto rd = f.initialize(d, 4);
@@ -531,6 +544,7 @@ TEST_CASE(
   CHECK(err["error"]["code"].GetInt() == -32000);
   CHECK(std::string(err["error"]["message"].GetString()) ==
         kName + " is serving its maximum of 2 sessions; try again later");
+  CHECK(limit_count("refused") == 1);
 
   // b's request answered: b is idle from now, c from its initialize, so c goes first.
   f.owner.link(b.client_id())
