@@ -70,7 +70,8 @@ Daemon::Daemon(config::Config cfg, ConfigSource reload_source)
       reload_source_(std::move(reload_source)),
       notifier_(std::make_unique<SystemdNotifier>()),
       readiness_timer_(strand_),
-      watchdog_timer_(strand_) {
+      watchdog_timer_(strand_),
+      memory_timer_(strand_) {
   auto& r = metrics::registry();
   gauges_.push_back(
       r.gauge_callback("mcpmqtt_children", "Child processes (stdio MCP servers) alive.",
@@ -225,6 +226,7 @@ bool Daemon::start() {
     start_server(entry);
   watch_readiness();
   if (notifier_->watchdog_interval()) feed_watchdog();
+  watch_memory();
   return true;
 }
 
@@ -386,6 +388,24 @@ void Daemon::feed_watchdog() {
   });
 }
 
+void Daemon::watch_memory() {
+  if (stopping_) return;
+  std::size_t sessions = ingress_ ? ingress_->session_count() : 0;
+  for (const auto& s : servers_)
+    sessions += s->session_count();
+  if (trim_policy_.observe(sessions)) {
+    const auto r = trim_heap();
+    logger()->info(
+        "sessions fell to {} from their peak: the heap's free memory went back to the system "
+        "(RSS {} KiB -> {} KiB)",
+        sessions, r.rss_before_kib, r.rss_after_kib);
+  }
+  memory_timer_.expires_after(std::chrono::seconds(2));
+  memory_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) watch_memory();
+  });
+}
+
 void Daemon::on_signal(int signo) {
   signals_.async_wait([this](const boost::system::error_code& ec, int s) {
     if (!ec) boost::asio::post(strand_, [this, s] { on_signal(s); });
@@ -412,6 +432,7 @@ void Daemon::begin_stop(const std::string& why) {
   stopping_ = true;
   ready_flag_ = false;
   readiness_timer_.cancel();
+  memory_timer_.cancel();
   notifier_->stopping("stopping (" + why + ")");
   const auto grace = std::chrono::milliseconds(cfg_.daemon.shutdown_grace_ms);
   logger()->info("stopping ({}); grace period {} ms", why, grace.count());
@@ -470,6 +491,7 @@ void Daemon::finish_stop() {
   grace_timer_.cancel();
   readiness_timer_.cancel();
   watchdog_timer_.cancel();
+  memory_timer_.cancel();
   signals_.cancel();
   logger()->info("stopped");
   ioc_.stop();

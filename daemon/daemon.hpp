@@ -31,6 +31,7 @@
 #include "bridge/directory.hpp"
 #include "bridge/metrics.hpp"
 #include "config/config.hpp"
+#include "daemon/memory_trim.hpp"
 #include "directions/egress.hpp"
 #include "directions/ingress.hpp"
 #include "directions/modern_ingress.hpp"
@@ -74,6 +75,9 @@ class Daemon {
   void retire_server(std::shared_ptr<directions::ExposedServer> server, const std::string& why);
   void watch_readiness();
   void feed_watchdog();
+  // Every few seconds: the heap's free memory back to the system once sessions fell well below
+  // their peak (MemoryTrimPolicy).
+  void watch_memory();
   void begin_stop(const std::string& why);
   void after_servers_stopped();
   void finish_stop();
@@ -93,6 +97,8 @@ class Daemon {
   std::unique_ptr<SystemdNotifier> notifier_;
   boost::asio::steady_timer readiness_timer_;
   boost::asio::steady_timer watchdog_timer_;
+  boost::asio::steady_timer memory_timer_;
+  MemoryTrimPolicy trim_policy_;
   std::atomic<bool> ready_flag_{false};
   bool announced_ready_ = false;
   bool last_ready_ = false;
