@@ -125,6 +125,10 @@ void Splice::send_to(Side to, jsonrpc::Message m) {
   if (!closed_) channel(to).send(std::move(m));
 }
 
+void Splice::deliver_held(Side from, jsonrpc::Message m) {
+  if (!closed_ && m.is_response()) on_response(from, std::move(m));
+}
+
 void Splice::on_message(Side from, jsonrpc::Message m) {
   if (closed_) return;
   if (hooks_.on_message && hooks_.on_message(from, m) == Verdict::drop) return;

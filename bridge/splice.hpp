@@ -75,6 +75,10 @@ class Splice : public std::enable_shared_from_this<Splice> {
 
   // Sends a message of the bridge's own to one side (a notification, typically).
   void send_to(Side to, jsonrpc::Message m);
+  // A response from `from` that a hook held back (Verdict::drop) to finish it asynchronously:
+  // it answers its request now as any response does (a request that timed out meanwhile got
+  // its error already, and this is dropped); hooks do not see it again.
+  void deliver_held(Side from, jsonrpc::Message m);
   // Sends a request of the bridge's own to one side; `done` gets the response, or an error
   // response made by the splice: -32001 on timeout, -32000 when the session closes.
   void request_to(Side to, const std::string& method, const std::string& params_json,

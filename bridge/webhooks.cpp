@@ -69,7 +69,7 @@ jsonrpc::Error invalid(std::string message) {
   return {jsonrpc::code::invalid_params, std::move(message), {}};
 }
 
-metrics::Counter& deliveries(const char* outcome) {
+metrics::Counter& delivery_counter(const char* outcome) {
   return metrics::registry().counter(
       "mcpmqtt_webhook_deliveries_total",
       "Webhook events by final outcome: delivered (2xx), gone (410: the registration was "
@@ -82,14 +82,36 @@ metrics::Counter& attempts_counter(const char* result) {
       "mcpmqtt_webhook_attempts_total",
       "Webhook POSTs by result: 2xx, 410, 4xx, 5xx, error (no response).", {"result"}, {result});
 }
-metrics::Counter& retries_counter() {
-  return metrics::registry().counter("mcpmqtt_webhook_retries_total",
-                                     "Webhook POSTs scheduled again after a failed attempt.");
-}
-metrics::Counter& dead_letters_counter() {
-  return metrics::registry().counter(
+
+// The counters, looked up once: a delivery must not cost a registry lookup (with its strings)
+// per outcome.
+struct Meters {
+  metrics::Counter& delivered = delivery_counter("delivered");
+  metrics::Counter& gone = delivery_counter("gone");
+  metrics::Counter& dead_letter = delivery_counter("dead_letter");
+  metrics::Counter& dropped = delivery_counter("dropped");
+  metrics::Counter& attempt_2xx = attempts_counter("2xx");
+  metrics::Counter& attempt_410 = attempts_counter("410");
+  metrics::Counter& attempt_4xx = attempts_counter("4xx");
+  metrics::Counter& attempt_5xx = attempts_counter("5xx");
+  metrics::Counter& attempt_error = attempts_counter("error");
+  metrics::Counter& retries = metrics::registry().counter(
+      "mcpmqtt_webhook_retries_total", "Webhook POSTs scheduled again after a failed attempt.");
+  metrics::Counter& dead_letters = metrics::registry().counter(
       "mcpmqtt_webhook_dead_letters_total",
       "Webhook events moved to the dead letters (table dead_letters of the database).");
+
+  metrics::Counter& attempt(unsigned status) const {
+    if (status == 0) return attempt_error;
+    if (status >= 200 && status < 300) return attempt_2xx;
+    if (status == 410) return attempt_410;
+    return status >= 400 && status < 500 ? attempt_4xx : attempt_5xx;
+  }
+};
+
+const Meters& meters() {
+  static const Meters m;
+  return m;
 }
 
 // A statement, finalized with its scope.
@@ -172,21 +194,35 @@ std::optional<std::string> unbase64(std::string_view text) {
   return out;
 }
 
-std::string webhook_signature(std::string_view secret, std::string_view id,
-                              std::string_view timestamp, std::string_view body) {
-  constexpr std::string_view prefix = "whsec_";
-  if (secret.substr(0, prefix.size()) != prefix) return {};
-  const auto key = unbase64(secret.substr(prefix.size()));
-  if (!key) return {};
+namespace {
+
+// The signature with the secret's key already decoded (once per registration, not per POST).
+std::string sign_with_key(std::string_view key, std::string_view id, std::string_view timestamp,
+                          std::string_view body) {
   std::string signed_content;
   signed_content.reserve(id.size() + timestamp.size() + body.size() + 2);
   signed_content.append(id).append(".").append(timestamp).append(".").append(body);
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  HMAC(EVP_sha256(), key->data(), static_cast<int>(key->size()),
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
        reinterpret_cast<const unsigned char*>(signed_content.data()), signed_content.size(), mac,
        &len);
   return "v1," + base64(std::string_view(reinterpret_cast<const char*>(mac), len));
+}
+
+// The key of a `whsec_…` secret, or nullopt.
+std::optional<std::string> secret_key(std::string_view secret) {
+  constexpr std::string_view prefix = "whsec_";
+  if (secret.substr(0, prefix.size()) != prefix) return std::nullopt;
+  return unbase64(secret.substr(prefix.size()));
+}
+
+}  // namespace
+
+std::string webhook_signature(std::string_view secret, std::string_view id,
+                              std::string_view timestamp, std::string_view body) {
+  const auto key = secret_key(secret);
+  return key ? sign_with_key(*key, id, timestamp, body) : std::string();
 }
 
 // ---- opening ---------------------------------------------------------------------------------
@@ -265,6 +301,7 @@ std::optional<std::string> Webhooks::init() {
       r.server = st.text(2);
       r.target = st.text(3);
       r.secret = st.text(4);
+      r.key = secret_key(r.secret).value_or(std::string());
       r.uris = parse_uris(st.text(5));
       r.created_ms = st.integer(6);
       r.last_status = st.text(7);
@@ -355,6 +392,7 @@ Expected<std::string, jsonrpc::Error> Webhooks::register_subscription(
   r.server = server_name;
   r.target = target;
   r.secret = "whsec_" + base64(*key);
+  r.key = *key;
   r.uris = std::move(uris);
   r.created_ms = wall_ms();
   r.last_status = "never";
@@ -425,6 +463,22 @@ Expected<std::string, jsonrpc::Error> Webhooks::read(const std::string& principa
          R"(,"mimeType":"application/json","text":)" + jsonrpc::quote(text) + "}]}";
 }
 
+std::string Webhooks::list(const std::string& principal, const std::string& server_name) const {
+  std::string out;
+  for (const auto& [id, r] : registrations_) {
+    if (r.principal != principal || r.server != server_name) continue;
+    if (!out.empty()) out += ',';
+    const std::string uri = std::string(kSubscriptionScheme) + id;
+    out += R"({"uri":)" + jsonrpc::quote(uri) + R"(,"name":)" +
+           jsonrpc::quote("webhook " + id.substr(0, 8)) + R"(,"title":)" +
+           jsonrpc::quote("Webhook to " + shown(r.target)) + R"(,"description":)" +
+           jsonrpc::quote("Out-of-band subscription of " + uris_json(r.uris) +
+                          ", served by mcp-mqtt-bridge; read it for its last delivery") +
+           R"(,"mimeType":"application/json"})";
+  }
+  return out;
+}
+
 void Webhooks::remove_registration(const std::string& id) {
   auto it = registrations_.find(id);
   if (it == registrations_.end()) return;
@@ -443,7 +497,7 @@ void Webhooks::remove_registration(const std::string& id) {
     }
     if (i->second.timer) scheduler_.cancel(i->second.timer);
     if (i->second.in_flight) --in_flight_;
-    deliveries("dropped").inc();
+    meters().dropped.inc();
     outbox_bytes_ -= i->second.body.size();
     i = items_.erase(i);
   }
@@ -453,6 +507,14 @@ void Webhooks::remove_registration(const std::string& id) {
 }
 
 // ---- events ----------------------------------------------------------------------------------
+
+void Webhooks::set_event_types(const std::string& server_name, std::vector<EventType> types) {
+  if (types.empty()) {
+    event_types_.erase(server_name);
+  } else {
+    event_types_[server_name] = std::move(types);
+  }
+}
 
 void Webhooks::on_event(const std::string& server_name, const jsonrpc::Message& updated) {
   if (closed_) return;
@@ -476,14 +538,23 @@ void Webhooks::on_event(const std::string& server_name, const jsonrpc::Message& 
   if (hit.empty()) return;
   const std::int64_t now = wall_ms();
   const std::string timestamp = jsonrpc::quote(iso8601(now));
+  std::string type = "\"notifications/resources/updated\"";
+  if (auto t = event_types_.find(server_name); t != event_types_.end()) {
+    for (const auto& et : t->second) {
+      if (events::template_matches(et.uri_template, uri)) {
+        type = jsonrpc::quote(et.type);
+        break;
+      }
+    }
+  }
   exec("BEGIN");
   Statement st(db_, "INSERT INTO outbox(msg_id, registration, body, created_ms) VALUES(?,?,?,?)");
   for (auto* r : hit) {
     // Bounded in events and in bytes: past either, the event is dead-lettered at once.
     if (items_.size() >= options_.max_outbox ||
         outbox_bytes_ + updated.size() + 256 > options_.max_outbox_bytes) {
-      deliveries("dead_letter").inc();
-      dead_letters_counter().inc();
+      meters().dead_letter.inc();
+      meters().dead_letters.inc();
       logger()->warn(
           "[webhooks] outbox full ({} events, {} bytes; events.webhooks.max_outbox): an event "
           "of {} for {}{} is dropped",
@@ -496,7 +567,7 @@ void Webhooks::on_event(const std::string& server_name, const jsonrpc::Message& 
     item.registration = r->id;
     item.created_ms = now;
     // Standard Webhooks payload: type, timestamp, data (the event as the server wrote it).
-    item.body = R"({"type":"notifications/resources/updated","timestamp":)" + timestamp +
+    item.body = R"({"type":)" + type + R"(,"timestamp":)" + timestamp +
                 R"(,"data":{"subscription":)" +
                 jsonrpc::quote(std::string(kSubscriptionScheme) + r->id) + R"(,"uri":)" +
                 std::string(*uri_raw) +
@@ -555,7 +626,7 @@ void Webhooks::attempt(Item& item) {
   d.target = r->second.target;
   d.id = item.msg_id;
   d.timestamp = std::to_string(wall_ms() / 1000);
-  d.signature = webhook_signature(r->second.secret, d.id, d.timestamp, item.body);
+  d.signature = sign_with_key(r->second.key, d.id, d.timestamp, item.body);
   d.body = item.body;
   sender_.post(std::move(d), [this, seq = item.seq, gen = generation_](WebhookOutcome o) {
     on_outcome(seq, gen, o);
@@ -578,21 +649,16 @@ void Webhooks::on_outcome(std::int64_t seq, std::uint64_t generation,
   --in_flight_;
   auto r = registrations_.find(item.registration);
   const unsigned s = outcome.status;
-  attempts_counter(s == 0                ? "error"
-                   : s >= 200 && s < 300 ? "2xx"
-                   : s == 410            ? "410"
-                   : s >= 400 && s < 500 ? "4xx"
-                                         : "5xx")
-      .inc();
+  meters().attempt(s).inc();
   if (s >= 200 && s < 300) {
     if (r != registrations_.end()) set_status(r->second, "delivered (" + std::to_string(s) + ")");
-    finish_item(seq, "delivered");
+    finish_item(seq);
   } else if (s == 410) {
     // Standard Webhooks: 410 Gone means the endpoint is gone for good.
     logger()->info("[webhooks] {} answered 410 Gone: {}{} is deregistered",
                    r != registrations_.end() ? shown(r->second.target) : std::string("?"),
                    kSubscriptionScheme, item.registration);
-    deliveries("gone").inc();
+    meters().gone.inc();
     const std::string id = item.registration;
     outbox_bytes_ -= item.body.size();
     items_.erase(it);
@@ -611,13 +677,13 @@ void Webhooks::on_outcome(std::int64_t seq, std::uint64_t generation,
       if (r != registrations_.end()) set_status(r->second, "failed (" + why + "), dead-lettered");
       logger()->warn("[webhooks] {} for {}{} dead-lettered after {} attempts: {}", item.msg_id,
                      kSubscriptionScheme, item.registration, item.attempts, why);
-      finish_item(seq, "dead_letter", why);
+      finish_item(seq, why);
     } else {
       if (r != registrations_.end()) set_status(r->second, "failed (" + why + "), retrying");
       logger()->debug("[webhooks] {} to {}: {}; retry {} in {} ms", item.msg_id,
                       r != registrations_.end() ? shown(r->second.target) : std::string("?"), why,
                       item.attempts, delay.count());
-      retries_counter().inc();
+      meters().retries.inc();
       item.timer = scheduler_.schedule(delay, [this, seq] {
         auto i = items_.find(seq);
         if (i == items_.end()) return;
@@ -631,15 +697,16 @@ void Webhooks::on_outcome(std::int64_t seq, std::uint64_t generation,
   pump();
 }
 
-void Webhooks::finish_item(std::int64_t seq, const char* outcome, const std::string& dead_reason) {
-  deliveries(outcome).inc();
+void Webhooks::finish_item(std::int64_t seq, const std::string& dead_reason) {
   if (!dead_reason.empty()) {
-    dead_letters_counter().inc();
+    meters().dead_letter.inc();
+    meters().dead_letters.inc();
     dead_.emplace_back(seq, dead_reason);
   } else {
+    meters().delivered.inc();
     done_.push_back(seq);
+    erase_item(seq);
   }
-  if (dead_reason.empty()) erase_item(seq);
   schedule_flush();
 }
 

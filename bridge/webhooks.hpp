@@ -14,8 +14,9 @@
 //   on_event(), which writes one outbox row per covering registration (events::covers) in one
 //   transaction before anything is sent.
 // - Delivery (Standard Webhooks): POST of
-//   {"type":"notifications/resources/updated","timestamp":…,"data":{"subscription":…,"uri":…,
-//   "payload":…}} (the payload as the server wrote it) with webhook-id (made when the event is
+//   {"type":…,"timestamp":…,"data":{"subscription":…,"uri":…,"payload":…}} (the payload as the
+//   server wrote it; the type the webhookType of the event's template, else
+//   "notifications/resources/updated") with webhook-id (made when the event is
 //   written, so stable across retries and restarts), webhook-timestamp (seconds) and
 //   webhook-signature `v1,<base64 HMAC-SHA256(key, id.timestamp.body)>`. 2xx: delivered
 //   (removed). 410: the registration is deregistered. Anything else (or no response): retried
@@ -133,6 +134,20 @@ class Webhooks {
   Expected<std::string, jsonrpc::Error> read(const std::string& principal,
                                              const std::string& server_name,
                                              const std::string& uri);
+  // The registrations of `principal` at `server_name` as resources/list entries (SEP-1803:
+  // out-of-band subscriptions "can further be listed in subscription:// resources"): JSON
+  // objects separated by commas, empty when there are none.
+  std::string list(const std::string& principal, const std::string& server_name) const;
+  // SEP-1803 §Event Resources: an event template's `_meta.webhookType` is the `type` of the
+  // webhooks of the events it describes.
+  struct EventType {
+    std::string uri_template;
+    std::string type;
+  };
+  // The event templates of `server_name` that name a webhook type (the owner lists them); an
+  // event takes the type of the first that matches its URI, else
+  // "notifications/resources/updated".
+  void set_event_types(const std::string& server_name, std::vector<EventType> types);
   // A notifications/resources/updated the bridge heard from `server_name`.
   void on_event(const std::string& server_name, const jsonrpc::Message& updated);
 
@@ -146,7 +161,8 @@ class Webhooks {
     std::string principal;
     std::string server;
     std::string target;
-    std::string secret;
+    std::string secret;  // whsec_…
+    std::string key;     // the secret's decoded bytes, the HMAC key
     std::vector<std::string> uris;
     std::int64_t created_ms = 0;
     std::string last_status;  // "never", "delivered (200)", "failed (503), retrying", …
@@ -172,7 +188,8 @@ class Webhooks {
   void pump();
   void attempt(Item& item);
   void on_outcome(std::int64_t seq, std::uint64_t generation, const WebhookOutcome& outcome);
-  void finish_item(std::int64_t seq, const char* outcome, const std::string& dead_reason = {});
+  // Delivered (no reason) or dead-lettered (why).
+  void finish_item(std::int64_t seq, const std::string& dead_reason = {});
   void erase_item(std::int64_t seq);
   void remove_registration(const std::string& id);
   void schedule_flush();
@@ -185,10 +202,11 @@ class Webhooks {
   WebhookSender& sender_;
   InterestChanged on_interest_;
   sqlite3* db_ = nullptr;
-  std::map<std::string, Registration> registrations_;  // by id
-  std::map<std::int64_t, Item> items_;                 // the outbox, by sequence
-  std::deque<std::int64_t> ready_;                     // due now, in order
-  std::size_t outbox_bytes_ = 0;                       // bodies in items_
+  std::map<std::string, Registration> registrations_;          // by id
+  std::map<std::string, std::vector<EventType>> event_types_;  // by server-name
+  std::map<std::int64_t, Item> items_;                         // the outbox, by sequence
+  std::deque<std::int64_t> ready_;                             // due now, in order
+  std::size_t outbox_bytes_ = 0;                               // bodies in items_
   std::size_t in_flight_ = 0;
   std::uint64_t generation_ = 1;    // outcomes of an earlier close() are ignored
   std::vector<std::int64_t> done_;  // delivered or dropped: to delete

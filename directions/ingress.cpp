@@ -1,6 +1,7 @@
 #include "directions/ingress.hpp"
 
 #include <optional>
+#include <unordered_set>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -56,6 +57,8 @@ struct Ingress::IngressSession : std::enable_shared_from_this<IngressSession> {
   WebhookHandler webhooks;
   std::optional<jsonrpc::Id> client_init_id;
   bool webhooks_here = false;  // the server has in-band events and no webhooks of its own
+  // the client's resources/list requests unanswered
+  std::unordered_set<jsonrpc::Id, jsonrpc::IdHash> resource_lists;
 
   // The webhook part of the hook: may replace the initialize result, or take a request.
   bool webhook_hook(bridge::Splice::Side from, jsonrpc::Message& m) {
@@ -66,6 +69,11 @@ struct Ingress::IngressSession : std::enable_shared_from_this<IngressSession> {
         return false;
       }
       if (!webhooks_here) return false;
+      if (m.method() == "resources/list") {
+        // Bounded by the splice's own limit on requests in flight.
+        resource_lists.insert(m.id());
+        return false;
+      }
       bool ours = m.method() == events::kRegister || m.method() == events::kDeregister;
       if (!ours && m.method() == "resources/read") {
         const auto* params = m.params();
@@ -89,6 +97,8 @@ struct Ingress::IngressSession : std::enable_shared_from_this<IngressSession> {
       });
       return true;
     }
+    if (m.is_response() && !resource_lists.empty() && resource_lists.erase(m.id()))
+      return append_subscriptions(m);
     if (client_init_id && m.is_response() && m.id() == *client_init_id) {
       client_init_id.reset();
       if (m.kind() != jsonrpc::Kind::result) return false;
@@ -102,6 +112,38 @@ struct Ingress::IngressSession : std::enable_shared_from_this<IngressSession> {
       }
     }
     return false;
+  }
+
+  // The server's answer to a resources/list: its last page (no nextCursor) goes to the client
+  // with the principal's subscription:// resources appended; anything else as it came.
+  bool append_subscriptions(const jsonrpc::Message& m) {
+    if (m.kind() != jsonrpc::Kind::result) return false;
+    const auto raw = raw_json::member(m.text(), "result");
+    if (!raw || raw_json::member(*raw, "nextCursor")) return false;
+    auto held = std::make_shared<jsonrpc::Message>(m);
+    std::weak_ptr<IngressSession> weak = weak_from_this();
+    webhooks(server_name, principal,
+             jsonrpc::Message::request(jsonrpc::Id::integer(0), "resources/list"),
+             [weak, held](jsonrpc::Message ours) {
+               auto self = weak.lock();
+               if (!self) return;
+               boost::asio::post(self->strand, [self, held, ours = std::move(ours)] {
+                 if (!self->splice || self->splice->closed()) return;
+                 jsonrpc::Message out = *held;
+                 const auto theirs = raw_json::member(held->text(), "result");
+                 const auto mine = ours.kind() == jsonrpc::Kind::result
+                                       ? raw_json::member(ours.text(), "result")
+                                       : std::nullopt;
+                 const auto items = mine ? raw_json::member(*mine, "resources") : std::nullopt;
+                 if (theirs && items && items->size() >= 2) {
+                   if (auto with = events::with_resources_appended(
+                           *theirs, items->substr(1, items->size() - 2)))
+                     out = jsonrpc::Message::result(held->id(), *with);
+                 }
+                 self->splice->deliver_held(bridge::Splice::Side::server, std::move(out));
+               });
+             });
+    return true;
   }
 
   std::shared_ptr<Ingress> owner() const { return ingress.lock(); }

@@ -57,7 +57,9 @@ class Ingress : public std::enable_shared_from_this<Ingress> {
   // servers with in-band events (resources.subscribe) that do not advertise "webhook"
   // themselves, the initialize result gains "webhook" in resources.subscription, and
   // resources/subscriptions/register, .../deregister and resources/read of subscription://
-  // URIs go to `handler` instead of the server; `reply` (any strand) answers the client.
+  // URIs go to `handler` instead of the server; `reply` (any strand) answers the client. The
+  // last page of the server's resources/list gains the session principal's subscription://
+  // resources, which `handler` gives for a resources/list request (SEP-1803).
   using WebhookHandler =
       std::function<void(const std::string& server_name, const std::string& principal,
                          jsonrpc::Message request, std::function<void(jsonrpc::Message)> reply)>;

@@ -48,6 +48,11 @@ std::uint32_t v4(int a, int b, int c, int d) {
          std::uint32_t(d);
 }
 
+net::ip::address_v4 v4_at(const net::ip::address_v6& a, std::size_t at) {
+  const auto b = a.to_bytes();
+  return net::ip::address_v4({b[at], b[at + 1], b[at + 2], b[at + 3]});
+}
+
 // The class of a non-public address, or empty for a public one.
 std::string address_class(const net::ip::address& addr) {
   if (addr.is_v6()) {
@@ -59,6 +64,26 @@ std::string address_class(const net::ip::address& addr) {
     if (a.is_multicast()) return "multicast";
     if (in_v6(a, net::ip::make_address_v6("fc00::"), 7)) return "private (unique local)";
     if (a.is_site_local()) return "private (site-local)";
+    // Addresses that carry an IPv4 address reach that address: they are as public as it is.
+    // RFC 6052 §2.1: the well-known NAT64 prefix, the IPv4 address in the last 32 bits.
+    if (in_v6(a, net::ip::make_address_v6("64:ff9b::"), 96)) {
+      const auto inner = address_class(v4_at(a, 12));
+      return inner.empty() ? inner : inner + " (through NAT64, 64:ff9b::/96)";
+    }
+    // RFC 8215: local-use NAT64, translated by the local network's own gateway.
+    if (in_v6(a, net::ip::make_address_v6("64:ff9b:1::"), 48)) return "local-use NAT64";
+    // RFC 3056 §2: 6to4, the IPv4 address of the gateway in bits 16 to 47.
+    if (in_v6(a, net::ip::make_address_v6("2002::"), 16)) {
+      const auto inner = address_class(v4_at(a, 2));
+      return inner.empty() ? inner : inner + " (through 6to4, 2002::/16)";
+    }
+    // RFC 4380 §4: Teredo hides the client's IPv4 address; where it leads cannot be checked.
+    if (in_v6(a, net::ip::make_address_v6("2001::"), 32)) return "Teredo tunnel (2001::/32)";
+    // RFC 4291 §2.5.5.1: the deprecated IPv4-compatible form ::a.b.c.d.
+    if (in_v6(a, net::ip::address_v6(), 96)) return address_class(v4_at(a, 12));
+    // RFC 3849 documentation; RFC 6666 discard-only.
+    if (in_v6(a, net::ip::make_address_v6("2001:db8::"), 32)) return "documentation";
+    if (in_v6(a, net::ip::make_address_v6("100::"), 64)) return "discard-only";
     return {};
   }
   const auto a = addr.to_v4();
@@ -71,6 +96,12 @@ std::string address_class(const net::ip::address& addr) {
   if (in_v4(a, v4(100, 64, 0, 0), 10)) return "shared (carrier-grade NAT)";
   if (in_v4(a, v4(224, 0, 0, 0), 4) || in_v4(a, v4(240, 0, 0, 0), 4))
     return "multicast or reserved";
+  // RFC 6890: IETF protocol assignments, documentation (RFC 5737) and benchmarking (RFC 2544).
+  if (in_v4(a, v4(192, 0, 0, 0), 24)) return "reserved (IETF protocol assignments)";
+  if (in_v4(a, v4(192, 0, 2, 0), 24) || in_v4(a, v4(198, 51, 100, 0), 24) ||
+      in_v4(a, v4(203, 0, 113, 0), 24))
+    return "documentation";
+  if (in_v4(a, v4(198, 18, 0, 0), 15)) return "benchmarking";
   return {};
 }
 
@@ -149,6 +180,9 @@ Expected<std::shared_ptr<WebhookService>, std::string> WebhookService::create(
       new WebhookService(std::move(strand), std::move(config), std::move(ingress)));
   http::WebhookClient::Options co;
   co.timeout = std::chrono::milliseconds(s->config_.timeout_ms);
+  // As many kept-alive connections as POSTs may be in flight: a burst to one receiver reuses
+  // them all instead of closing the excess after each exchange and connecting again.
+  co.max_idle_per_target = std::max<std::size_t>(co.max_idle_per_target, s->config_.max_in_flight);
   co.address_check = [allowed = s->config_.allow_targets](const net::ip::address& a) {
     return webhook_address_refusal(a, allowed);
   };
@@ -262,6 +296,8 @@ void WebhookService::on_upstream_message(const std::string& server, jsonrpc::Mes
   if (m.is_notification()) {
     if (m.method() == "notifications/resources/updated" && webhooks_)
       webhooks_->on_event(server, m);
+    else if (m.method() == "notifications/resources/list_changed" && u.ready)
+      list_templates(u);
     return;
   }
   if (m.is_request()) {
@@ -283,6 +319,11 @@ void WebhookService::on_upstream_message(const std::string& server, jsonrpc::Mes
     u.ready = true;
     logger()->info("[webhooks {}] holding {} event subscriptions", server, u.want.size());
     sync(u);
+    list_templates(u);
+    return;
+  }
+  if (u.templates_id && m.id() == jsonrpc::Id::integer(*u.templates_id)) {
+    on_templates(u, m);
     return;
   }
   std::string uri;
@@ -365,6 +406,52 @@ void WebhookService::sync(Upstream& u) {
   }
 }
 
+void WebhookService::list_templates(Upstream& u, const std::string& cursor) {
+  if (!u.channel) return;
+  if (cursor.empty()) u.templates.clear();
+  u.templates_id = u.next_id++;
+  u.channel->deliver(jsonrpc::Message::request(
+      jsonrpc::Id::integer(*u.templates_id), "resources/templates/list",
+      cursor.empty() ? std::string("{}") : "{\"cursor\":" + jsonrpc::quote(cursor) + "}"));
+}
+
+void WebhookService::on_templates(Upstream& u, const jsonrpc::Message& m) {
+  u.templates_id.reset();
+  // A server without templates (or without resources) answers with an error: no types then.
+  const auto* result = m.kind() == jsonrpc::Kind::result ? m.result_value() : nullptr;
+  if (result && result->IsObject()) {
+    auto list = result->FindMember("resourceTemplates");
+    if (list != result->MemberEnd() && list->value.IsArray()) {
+      for (const auto& t : list->value.GetArray()) {
+        if (!t.IsObject()) continue;
+        auto tpl = t.FindMember("uriTemplate");
+        auto meta = t.FindMember("_meta");
+        if (tpl == t.MemberEnd() || !tpl->value.IsString() || meta == t.MemberEnd() ||
+            !meta->value.IsObject())
+          continue;
+        auto type = meta->value.FindMember("webhookType");
+        if (type == meta->value.MemberEnd() || !type->value.IsString()) continue;
+        u.templates.push_back(
+            {std::string(tpl->value.GetString(), tpl->value.GetStringLength()),
+             std::string(type->value.GetString(), type->value.GetStringLength())});
+      }
+    }
+    auto next = result->FindMember("nextCursor");
+    // Pages are followed up to a bound: a server that never ends its list is not a reason to
+    // loop for ever.
+    if (next != result->MemberEnd() && next->value.IsString() && next->value.GetStringLength() &&
+        u.templates.size() < 10000) {
+      list_templates(u, std::string(next->value.GetString(), next->value.GetStringLength()));
+      return;
+    }
+  }
+  if (!u.templates.empty())
+    logger()->info("[webhooks {}] {} event templates name their webhook type", u.server,
+                   u.templates.size());
+  webhooks_->set_event_types(u.server, std::move(u.templates));
+  u.templates.clear();
+}
+
 // ---- requests of ingress clients -------------------------------------------------------------
 
 void WebhookService::handle(std::string server_name, std::string principal,
@@ -387,6 +474,12 @@ void WebhookService::handle(std::string server_name, std::string principal,
     if (method == events::kDeregister) {
       auto r = self->webhooks_->deregister(principal, server_name, request);
       reply(r ? jsonrpc::Message::result(id, *r) : jsonrpc::Message::error(id, r.error()));
+      return;
+    }
+    // resources/list: the principal's subscription:// resources, for the ingress to append.
+    if (method == "resources/list") {
+      reply(jsonrpc::Message::result(
+          id, R"({"resources":[)" + self->webhooks_->list(principal, server_name) + "]}"));
       return;
     }
     // resources/read of subscription://

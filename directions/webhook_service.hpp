@@ -68,6 +68,9 @@ class WebhookService : public std::enable_shared_from_this<WebhookService> {
     std::map<std::int64_t, std::string> subscribing;  // request id → URI
     std::int64_t next_id = 1;
     std::unique_ptr<boost::asio::steady_timer> retry;
+    // resources/templates/list in progress (SEP-1803 webhookType), and what its pages gave.
+    std::optional<std::int64_t> templates_id;
+    std::vector<bridge::Webhooks::EventType> templates;
   };
 
   WebhookService(boost::asio::any_io_executor strand, config::WebhooksConfig config,
@@ -80,6 +83,9 @@ class WebhookService : public std::enable_shared_from_this<WebhookService> {
                           const bridge::CloseReason& why);
   void hang_up(Upstream& u, const bridge::CloseReason& why);
   void sync(Upstream& u);
+  // Lists the server's resource templates (from `cursor`), for the webhook type of each event.
+  void list_templates(Upstream& u, const std::string& cursor = {});
+  void on_templates(Upstream& u, const jsonrpc::Message& m);
   void do_register(std::string server_name, std::string principal, jsonrpc::Message request,
                    std::function<void(jsonrpc::Message)> reply);
   void update_gauges();

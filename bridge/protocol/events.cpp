@@ -66,4 +66,83 @@ std::optional<std::string> with_webhook(std::string_view result) {
   return raw_json::with_member(result, "capabilities", *new_caps);
 }
 
+std::optional<std::string> with_resources_appended(std::string_view result,
+                                                   std::string_view items) {
+  const auto list = raw_json::member(result, "resources");
+  if (!list || list->size() < 2 || list->front() != '[' || list->back() != ']') return std::nullopt;
+  if (items.empty()) return std::string(result);
+  // `list` is a view into `result`: the bytes before its closing bracket stay as written.
+  const std::size_t close =
+      static_cast<std::size_t>(list->data() - result.data()) + list->size() - 1;
+  std::string_view inner = list->substr(1, list->size() - 2);
+  const bool empty = inner.find_first_not_of(" \t\r\n") == std::string_view::npos;
+  std::string out(result.substr(0, close));
+  if (!empty) out += ',';
+  out += items;
+  out += result.substr(close);
+  return out;
+}
+
+namespace {
+
+// One RFC 6570 expression's operator ('\0' for a simple one) could expand to `text`.
+bool expands_to(char op, std::string_view text) {
+  if (text.empty()) return true;  // undefined variables expand to nothing
+  auto none_of = [&](std::string_view from, std::string_view chars) {
+    return from.find_first_of(chars) == std::string_view::npos;
+  };
+  switch (op) {
+    case '\0':
+      return none_of(text, "/?#");
+    case '+':
+      return true;
+    case '#':
+      return text.front() == '#';
+    case '.':
+      return text.front() == '.' && none_of(text, "/?#");
+    case '/':
+      return text.front() == '/' && none_of(text, "?#");
+    case ';':
+      return text.front() == ';' && none_of(text, "/?#");
+    case '?':
+    case '&':
+      return text.front() == op && none_of(text, "#");
+    default:
+      return false;
+  }
+}
+
+bool match_from(std::string_view tpl, std::string_view uri) {
+  if (tpl.empty()) return uri.empty();
+  if (tpl.front() != '{') {
+    const auto brace = tpl.find('{');
+    const auto literal = tpl.substr(0, brace);
+    if (literal.find('}') != std::string_view::npos) return false;
+    if (uri.substr(0, literal.size()) != literal) return false;
+    return match_from(tpl.substr(literal.size()), uri.substr(literal.size()));
+  }
+  const auto end = tpl.find('}');
+  if (end == std::string_view::npos || end == 1) return false;
+  char op = tpl[1];
+  if (std::string_view("+#./;?&").find(op) == std::string_view::npos) op = '\0';
+  const auto rest = tpl.substr(end + 1);
+  // Shortest first: a literal that follows the expression anchors it.
+  for (std::size_t n = 0; n <= uri.size(); ++n) {
+    if (!expands_to(op, uri.substr(0, n))) {
+      // Once a prefix cannot be an expansion, no longer one can (each rule only forbids
+      // characters) — except the empty prefix, which always can.
+      if (n > 0) break;
+      continue;
+    }
+    if (match_from(rest, uri.substr(n))) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool template_matches(std::string_view uri_template, std::string_view uri) {
+  return match_from(uri_template, uri);
+}
+
 }  // namespace mcpmqtt::events

@@ -39,6 +39,19 @@ Capabilities capabilities(std::string_view initialize_result);
 // with capabilities.resources.
 std::optional<std::string> with_webhook(std::string_view initialize_result);
 
+// The resources/list result `list_result` with `items` (JSON objects separated by commas, no
+// brackets) appended to its `resources` array, every other byte as the server wrote it; nullopt
+// when the text has no `resources` array.
+std::optional<std::string> with_resources_appended(std::string_view list_result,
+                                                   std::string_view items);
+
+// `uri` is an expansion of the RFC 6570 template `uri_template` (SEP-1803 event templates,
+// such as `event://orders/{id}`): literal parts match exactly; an expression matches what its
+// operator can expand to — `{x}` text without '/', '?' or '#'; `{+x}` and `{#x}` anything (the
+// latter after '#'); `{/x}`, `{.x}`, `{;x}` segments after their prefix; `{?x}`, `{&x}` a query
+// part — or nothing (an undefined variable). An ill-formed template matches nothing.
+bool template_matches(std::string_view uri_template, std::string_view uri);
+
 inline constexpr std::string_view kRegister = "resources/subscriptions/register";
 inline constexpr std::string_view kDeregister = "resources/subscriptions/deregister";
 inline constexpr std::string_view kSubscriptionScheme = "subscription://";

@@ -96,6 +96,43 @@ TEST_CASE(
   CHECK_FALSE(f.closed);
 }
 
+TEST_CASE(
+    "splice: a response a hook held back answers its request when delivered later, once, and "
+    "not after the request timed out",
+    "[splice]") {
+  std::vector<jsonrpc::Message> held;
+  Splice::Hooks hooks;
+  hooks.on_message = [&](Splice::Side from, jsonrpc::Message& m) {
+    if (from != Splice::Side::server || !m.is_response()) return Splice::Verdict::pass;
+    held.push_back(m);
+    return Splice::Verdict::drop;
+  };
+  Fixture f(hooks);
+  f.client->inject(R"({"jsonrpc":"2.0","id":1,"method":"resources/list"})");
+  f.client->inject(R"({"jsonrpc":"2.0","id":2,"method":"resources/list"})");
+  f.server->take();
+  f.server->inject(R"({"jsonrpc":"2.0","id":1,"result":{"resources":[]}})");
+  f.server->inject(R"({"jsonrpc":"2.0","id":2,"result":{"resources":[]}})");
+  REQUIRE(held.size() == 2);
+  CHECK(f.client->sent.empty());
+  // Delivered later, rewritten: it answers request 1, and its timer is gone.
+  f.splice->deliver_held(
+      Splice::Side::server,
+      *jsonrpc::Message::parse(R"({"jsonrpc":"2.0","id":1,"result":{"resources":[{"uri":"a"}]}})"));
+  CHECK(
+      f.client->take() ==
+      std::vector<std::string>{R"({"jsonrpc":"2.0","id":1,"result":{"resources":[{"uri":"a"}]}})"});
+  CHECK(f.splice->pending(Splice::Side::client) == 1);
+  f.clock.advance(30s);  // request 2 times out while held
+  auto timed_out = f.client->take();
+  REQUIRE(timed_out.size() == 1);
+  CHECK(timed_out[0].find("-32001") != std::string::npos);
+  f.splice->deliver_held(Splice::Side::server, held[1]);
+  f.splice->deliver_held(Splice::Side::server, held[0]);  // a second time: already answered
+  CHECK(f.client->sent.empty());
+  CHECK(f.splice->pending(Splice::Side::client) == 0);
+}
+
 TEST_CASE("splice: progress restarts the clock, up to ten times the timeout", "[splice]") {
   Fixture f;
   f.client->inject(kCall);

@@ -349,6 +349,21 @@ TEST_CASE(
   CHECK(h.id.rfind("msg_", 0) == 0);
   CHECK_THAT(h.raw, Catch::Contains(R"("uri":"event://x/tick/7","payload":)" + payload(0) + "}"));
   CHECK_THAT(h.raw, Catch::Contains(R"("subscription":")" + reg.uri + "\""));
+  // SEP-1803 §Event Resources: the event's template (event://x/tick/{n}) names its webhook
+  // type; an event no template describes has the bridge's default.
+  CHECK_THAT(h.raw, Catch::StartsWith(R"({"type":"x.tick.n","timestamp":")"));
+  trigger.trigger("event://x/tick");
+  REQUIRE(rx.until([](const auto& hits) { return hits.size() == 2; }));
+  CHECK(rx.hits[1].verified);
+  CHECK_THAT(rx.hits[1].raw,
+             Catch::StartsWith(R"({"type":"notifications/resources/updated","timestamp":")"));
+
+  // SEP-1803: out-of-band subscriptions are listed as subscription:// resources — after the
+  // server's own, which pass as written, and only to the principal that made them.
+  auto list = s.result_data("resources/list");
+  CHECK_THAT(list, Catch::Contains(kResources.substr(1, kResources.size() - 4)));
+  CHECK_THAT(list, Catch::Contains(R"(,{"uri":")" + reg.uri + R"(","name":"webhook )"));
+  CHECK_THAT(list, Catch::Contains(R"("mimeType":"application/json"}]})"));
 
   // The registration reads as a subscription:// resource with its last delivery.
   auto read = s.call("resources/read", R"({"uri":")" + reg.uri + R"("})");
@@ -358,7 +373,7 @@ TEST_CASE(
   // Metrics count it.
   REQUIRE(eventually([&] {
     auto r = RawClient(bridge.endpoint()).request(bhttp::verb::get, "/metrics", {{"Host", s.host}});
-    return r.body.find(R"(mcpmqtt_webhook_deliveries_total{outcome="delivered"} 1)") !=
+    return r.body.find(R"(mcpmqtt_webhook_deliveries_total{outcome="delivered"} 2)") !=
            std::string::npos;
   }));
 }
@@ -508,6 +523,8 @@ TEST_CASE(
   CHECK_THAT(refuse("https://169.254.169.254/latest"), Catch::Contains("link-local"));
   CHECK_THAT(refuse("https://[::1]/hook"), Catch::Contains("loopback"));
   CHECK_THAT(refuse("https://[fe80::1]/hook"), Catch::Contains("link-local"));
+  // RFC 6052: 127.0.0.1 through the well-known NAT64 prefix is loopback still.
+  CHECK_THAT(refuse("https://[64:ff9b::7f00:1]/hook"), Catch::Contains("loopback (through NAT64"));
   CHECK_THAT(refuse("not a url"), Catch::Contains("targetUri"));
 }
 
@@ -534,6 +551,9 @@ TEST_CASE(
   CHECK(other.error().code == -32602);
   CHECK(mallory.call("resources/read", R"({"uri":")" + reg.uri + R"("})").kind() ==
         jsonrpc::Kind::error);
+  // Nor is it in another token's resources/list.
+  CHECK_THAT(alice.result_data("resources/list"), Catch::Contains(reg.uri));
+  CHECK_THAT(mallory.result_data("resources/list"), !Catch::Contains("subscription://"));
   alice.trigger("event://x/tick");
   REQUIRE(rx.until([&](const auto&) { return rx.delivered("/a") == 1; }));
 

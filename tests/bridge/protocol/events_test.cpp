@@ -51,3 +51,45 @@ TEST_CASE("covering() lists exactly the URIs whose subscriptions cover an update
     CHECK(listed == covers(s, u));
   }
 }
+
+TEST_CASE(
+    "SEP-1803 §Event Resources: an event URI matches the RFC 6570 templates it is an expansion "
+    "of, and no others",
+    "[events]") {
+  using mcpmqtt::events::template_matches;
+  CHECK(template_matches("event://orders/{id}", "event://orders/42"));
+  CHECK(template_matches("event://orders/{id}", "event://orders/"));  // an undefined variable
+  CHECK_FALSE(template_matches("event://orders/{id}", "event://orders/42/lines"));
+  CHECK_FALSE(template_matches("event://orders/{id}", "event://order/42"));
+  CHECK(template_matches("event://orders/{id}/lines/{line}", "event://orders/7/lines/3"));
+  CHECK_FALSE(template_matches("event://orders/{id}/lines/{line}", "event://orders/7/items/3"));
+  CHECK(template_matches("event://files{+path}", "event://files/a/b/c.txt"));
+  CHECK(template_matches("event://files{/dir,name}", "event://files/a/b"));
+  CHECK(template_matches("event://search{?q,lang}", "event://search?q=x&lang=en"));
+  CHECK_FALSE(template_matches("event://search{?q}", "event://search#q"));
+  CHECK(template_matches("event://doc{#section}", "event://doc#intro"));
+  CHECK(template_matches("event://x/tick", "event://x/tick"));  // no expression at all
+  CHECK_FALSE(template_matches("event://x/tick", "event://x/tick/7"));
+  // Ill-formed templates match nothing.
+  CHECK_FALSE(template_matches("event://orders/{id", "event://orders/{id"));
+  CHECK_FALSE(template_matches("event://orders/id}", "event://orders/id}"));
+  CHECK_FALSE(template_matches("event://orders/{}", "event://orders/"));
+}
+
+TEST_CASE(
+    "subscription:// resources are appended to a resources/list result, every byte of the "
+    "server's own entries as written",
+    "[events]") {
+  using mcpmqtt::events::with_resources_appended;
+  const std::string server =
+      R"({"resources":[{"uri":"event://x/tick","name":"tick","_meta":{"eventSchema":{"type":"object"}},"n":18446744073709551617}],"_meta":{"k":1}})";
+  const std::string ours = R"({"uri":"subscription://a1","name":"webhook a1"})";
+  CHECK(
+      with_resources_appended(server, ours) ==
+      R"({"resources":[{"uri":"event://x/tick","name":"tick","_meta":{"eventSchema":{"type":"object"}},"n":18446744073709551617},{"uri":"subscription://a1","name":"webhook a1"}],"_meta":{"k":1}})");
+  CHECK(with_resources_appended(R"({"resources": [ ]})", ours) ==
+        R"({"resources": [ {"uri":"subscription://a1","name":"webhook a1"}]})");
+  CHECK(with_resources_appended(server, "") == server);
+  CHECK_FALSE(with_resources_appended(R"({"tools":[]})", ours));
+  CHECK_FALSE(with_resources_appended(R"({"resources":{}})", ours));
+}
