@@ -12,7 +12,8 @@
 // p50/p99/max latency, and the bridge's CPU time and RSS.
 //
 //   bench_webhooks [--registrations 1000] [--events 20] [--interval-us 0]
-//                  [--max-in-flight 256] [--receiver-threads 1]
+//                  [--max-in-flight 256] [--receiver-threads 1] [--threads 1]
+// (--threads: events.webhooks.threads, the bridge's delivery threads)
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -114,12 +115,13 @@ void accept(tcp::acceptor& a, Stats& stats) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::size_t registrations = 1000, events = 20, max_in_flight = 256, receiver_threads = 1;
+  std::size_t registrations = 1000, events = 20, max_in_flight = 256, receiver_threads = 1,
+              threads = 1;
   std::uint64_t interval_us = 0;
   const int rc =
       parse_options(argc, argv,
                     "bench_webhooks [--registrations 1000] [--events 20] [--interval-us 0] "
-                    "[--max-in-flight 256] [--receiver-threads 1]",
+                    "[--max-in-flight 256] [--receiver-threads 1] [--threads 1]",
                     [&](const std::string& name, const std::string& value) {
                       if (name == "--registrations")
                         registrations = std::stoul(value);
@@ -131,6 +133,8 @@ int main(int argc, char** argv) {
                         max_in_flight = std::stoul(value);
                       else if (name == "--receiver-threads")
                         receiver_threads = std::stoul(value);
+                      else if (name == "--threads")
+                        threads = std::stoul(value);
                       else
                         return false;
                       return true;
@@ -158,9 +162,9 @@ int main(int argc, char** argv) {
       << R"(", "presence_wait_ms": 5000}, "log": {"level": "info"}, "events": {"webhooks": {"enabled": true, "database": ")"
       << dir.path()
       << R"(/webhooks.sqlite3", "allow_http": true, "allow_targets": ["127.0.0.1"], "max_in_flight": )"
-      << max_in_flight << R"(, "max_registrations": )" << registrations + 10
-      << R"(, "retry_min_ms": 100, "retry_max_ms": 1000}}, "mcpServers": {")" << kServer
-      << R"(": {"command": ")" MCPMQTT_EVENTS_SERVER R"("}}})";
+      << max_in_flight << R"(, "threads": )" << threads << R"(, "max_registrations": )"
+      << registrations + 10 << R"(, "retry_min_ms": 100, "retry_max_ms": 1000}}, "mcpServers": {")"
+      << kServer << R"(": {"command": ")" MCPMQTT_EVENTS_SERVER R"("}}})";
   test::BridgeProcess bridge({}, cfg.str());
   if (!bridge.wait_for_log("HTTP ingress on", 30s)) {
     std::cerr << "the bridge did not start:\n" << bridge.log();
@@ -227,8 +231,9 @@ int main(int argc, char** argv) {
                 percentile(lat, 0.99), percentile(lat, 1.0), cpu, steal.percent());
   };
   std::printf(
-      "registrations: %zu in %.1f s; outbox on disk (%s); max_in_flight %zu; events %s\n",
-      registrations, reg_s, dir.path().c_str(), max_in_flight,
+      "registrations: %zu in %.1f s; outbox on disk (%s); max_in_flight %zu; %zu delivery "
+      "thread(s); events %s\n",
+      registrations, reg_s, dir.path().c_str(), max_in_flight, threads,
       interval_us ? ("every " + std::to_string(interval_us) + " µs").c_str() : "in one burst");
   std::printf(
       "| registrations | events | expected | received | deliveries/s | p50 ms | p99 ms | max ms | "

@@ -547,9 +547,24 @@ void Webhooks::on_event(const std::string& server_name, const jsonrpc::Message& 
       }
     }
   }
+  const auto event_bytes = random_bytes(16);
+  const std::string msg_prefix =
+      "msg_" +
+      (event_bytes ? hex(*event_bytes) : std::to_string(now) + "_" + std::to_string(rng_)) + "_";
+  std::size_t n_in_event = 0;
+  // Committed in chunks, each before its POSTs start (an event accepted here survives the
+  // process): the first deliveries leave while the rest are written, on the delivery threads.
+  constexpr std::size_t kChunk = 64;
+  std::size_t in_chunk = 0;
   exec("BEGIN");
   Statement st(db_, "INSERT INTO outbox(msg_id, registration, body, created_ms) VALUES(?,?,?,?)");
   for (auto* r : hit) {
+    if (in_chunk == kChunk) {
+      exec("COMMIT");
+      pump();
+      exec("BEGIN");
+      in_chunk = 0;
+    }
     // Bounded in events and in bytes: past either, the event is dead-lettered at once.
     if (items_.size() >= options_.max_outbox ||
         outbox_bytes_ + updated.size() + 256 > options_.max_outbox_bytes) {
@@ -561,9 +576,10 @@ void Webhooks::on_event(const std::string& server_name, const jsonrpc::Message& 
           items_.size(), outbox_bytes_, std::string(uri), kSubscriptionScheme, r->id);
       continue;
     }
-    const auto id_bytes = random_bytes(16);
     Item item;
-    item.msg_id = "msg_" + (id_bytes ? hex(*id_bytes) : std::to_string(now));
+    // webhook-id: the event's random part and the delivery's number within it — unique, and
+    // one call to the random source per event rather than per registration.
+    item.msg_id = msg_prefix + std::to_string(++n_in_event);
     item.registration = r->id;
     item.created_ms = now;
     // Standard Webhooks payload: type, timestamp, data (the event as the server wrote it).
@@ -580,11 +596,11 @@ void Webhooks::on_event(const std::string& server_name, const jsonrpc::Message& 
     }
     st.reset();
     item.seq = sqlite3_last_insert_rowid(db_);
+    ++in_chunk;
     ready_.push_back(item.seq);
     outbox_bytes_ += item.body.size();
     items_.emplace(item.seq, std::move(item));
   }
-  // Committed before any POST: an event accepted here survives the process.
   exec("COMMIT");
   pump();
 }
@@ -636,6 +652,7 @@ void Webhooks::attempt(Item& item) {
 void Webhooks::set_status(Registration& r, std::string status) {
   r.last_status = std::move(status);
   r.last_ms = wall_ms();
+  if (!r.status_dirty) ++statuses_dirty_;
   r.status_dirty = true;
 }
 
@@ -726,49 +743,66 @@ void Webhooks::schedule_flush() {
 }
 
 void Webhooks::flush() {
-  if (!db_ || (done_.empty() && dead_.empty() &&
-               std::none_of(registrations_.begin(), registrations_.end(),
-                            [](const auto& r) { return r.second.status_dirty; })))
-    return;
+  if (db_ && (!done_.empty() || !dead_.empty())) {
+    exec("BEGIN");
+    {
+      // Delivered rows, in runs of consecutive sequence numbers: a burst's deliveries finish
+      // roughly in order, and one range costs what one row does.
+      std::sort(done_.begin(), done_.end());
+      Statement del(db_, "DELETE FROM outbox WHERE seq BETWEEN ? AND ?");
+      for (std::size_t i = 0; i < done_.size();) {
+        std::size_t j = i;
+        while (j + 1 < done_.size() && done_[j + 1] == done_[j] + 1)
+          ++j;
+        del.bind(1, done_[i]).bind(2, done_[j]);
+        del.step();
+        del.reset();
+        i = j + 1;
+      }
+    }
+    {
+      Statement move(db_,
+                     "INSERT OR REPLACE INTO dead_letters(seq, msg_id, registration, body, "
+                     "created_ms, dead_ms, reason) SELECT seq, msg_id, registration, body, "
+                     "created_ms, ?, ? FROM outbox WHERE seq = ?");
+      Statement del(db_, "DELETE FROM outbox WHERE seq = ?");
+      const auto now = wall_ms();
+      for (const auto& [seq, reason] : dead_) {
+        move.bind(1, now).bind(2, reason).bind(3, seq);
+        move.step();
+        move.reset();
+        del.bind(1, seq);
+        del.step();
+        del.reset();
+        erase_item(seq);
+      }
+    }
+    exec("COMMIT");
+    done_.clear();
+    dead_.clear();
+  }
+  if (statuses_dirty_ && !status_timer_) {
+    if (closed_) return flush_statuses();
+    status_timer_ = scheduler_.schedule(options_.status_interval, [this] {
+      status_timer_ = 0;
+      flush_statuses();
+    });
+  }
+}
+
+void Webhooks::flush_statuses() {
+  if (!db_ || !statuses_dirty_) return;
   exec("BEGIN");
-  {
-    Statement del(db_, "DELETE FROM outbox WHERE seq = ?");
-    for (auto seq : done_) {
-      del.bind(1, seq);
-      del.step();
-      del.reset();
-    }
-  }
-  {
-    Statement move(db_,
-                   "INSERT OR REPLACE INTO dead_letters(seq, msg_id, registration, body, "
-                   "created_ms, dead_ms, reason) SELECT seq, msg_id, registration, body, "
-                   "created_ms, ?, ? FROM outbox WHERE seq = ?");
-    Statement del(db_, "DELETE FROM outbox WHERE seq = ?");
-    const auto now = wall_ms();
-    for (const auto& [seq, reason] : dead_) {
-      move.bind(1, now).bind(2, reason).bind(3, seq);
-      move.step();
-      move.reset();
-      del.bind(1, seq);
-      del.step();
-      del.reset();
-      erase_item(seq);
-    }
-  }
-  {
-    Statement up(db_, "UPDATE registrations SET last_status = ?, last_ms = ? WHERE id = ?");
-    for (auto& [id, r] : registrations_) {
-      if (!r.status_dirty) continue;
-      r.status_dirty = false;
-      up.bind(1, r.last_status).bind(2, r.last_ms).bind(3, id);
-      up.step();
-      up.reset();
-    }
+  Statement up(db_, "UPDATE registrations SET last_status = ?, last_ms = ? WHERE id = ?");
+  for (auto& [id, r] : registrations_) {
+    if (!r.status_dirty) continue;
+    r.status_dirty = false;
+    up.bind(1, r.last_status).bind(2, r.last_ms).bind(3, id);
+    up.step();
+    up.reset();
   }
   exec("COMMIT");
-  done_.clear();
-  dead_.clear();
+  statuses_dirty_ = 0;
 }
 
 Webhooks::Stats Webhooks::stats() const {
@@ -790,10 +824,12 @@ void Webhooks::close() {
   if (closed_) return;
   if (flush_timer_) scheduler_.cancel(flush_timer_);
   flush_timer_ = 0;
+  if (status_timer_) scheduler_.cancel(status_timer_);
+  status_timer_ = 0;
   for (auto& [seq, it] : items_)
     if (it.timer) scheduler_.cancel(it.timer);
-  flush();
   closed_ = true;
+  flush();  // statuses too, at once: nothing is scheduled after close
   ++generation_;
 }
 

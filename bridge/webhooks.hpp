@@ -23,8 +23,9 @@
 //   after retry_min doubling to retry_max, with ±25 % jitter, or after Retry-After when that is
 //   longer; an event that cannot be delivered within `retry_window` of its creation is moved to
 //   the dead letters (counted). At most `max_in_flight` POSTs at once.
-// - Durability: at-least-once. The removal of delivered rows is batched (every 20 ms): a crash
-//   may deliver an event again, with the same webhook-id, which receivers dedupe on.
+// - Durability: at-least-once. An event's rows are committed in chunks, each before its POSTs
+//   start. The removal of delivered rows is batched (every 20 ms): a crash may deliver an event
+//   again, with the same webhook-id, which receivers dedupe on.
 //
 // One strand; not thread-safe.
 #pragma once
@@ -61,6 +62,10 @@ struct WebhookOptions {
   std::size_t max_registrations = 10000;
   std::size_t max_uris = 64;  // per registration
   std::chrono::milliseconds flush_interval{20};
+  // Each registration's last delivery status (what resources/read shows) is kept in memory at
+  // once and written to the database at most this often: it is worth a restart, not a write
+  // per delivery.
+  std::chrono::milliseconds status_interval{1000};
 };
 
 struct WebhookDelivery {
@@ -194,6 +199,7 @@ class Webhooks {
   void remove_registration(const std::string& id);
   void schedule_flush();
   void flush();
+  void flush_statuses();
   void set_status(Registration& r, std::string status);
   std::chrono::milliseconds backoff(unsigned attempts);
 
@@ -212,6 +218,8 @@ class Webhooks {
   std::vector<std::int64_t> done_;  // delivered or dropped: to delete
   std::vector<std::pair<std::int64_t, std::string>> dead_;  // to move to dead_letters
   Scheduler::TimerId flush_timer_ = 0;
+  Scheduler::TimerId status_timer_ = 0;
+  std::size_t statuses_dirty_ = 0;
   bool closed_ = false;
   std::uint64_t rng_ = 0;
 };

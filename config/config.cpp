@@ -769,6 +769,7 @@ LoadResult parse(const std::string& text, const std::string& origin, GetEnv gete
       wr.integer("retry_max_ms", W.retry_max_ms, 1, 24 * 3600000);
       wr.integer("retry_window_s", W.retry_window_s, 1, 30 * 86400);
       wr.integer("max_in_flight", W.max_in_flight, 1, 100000);
+      wr.integer("threads", W.threads, 1, 64);
       wr.integer("max_outbox", W.max_outbox, 1, 100000000);
       wr.integer("max_registrations", W.max_registrations, 1, 10000000);
       wr.integer("max_uris", W.max_uris, 1, 100000);

@@ -225,6 +225,9 @@ struct WebhooksConfig {
   int retry_max_ms = 300000;   // …up to this (±25 % jitter)
   int retry_window_s = 86400;  // an event not delivered within this is dead-lettered
   std::size_t max_in_flight = 64;
+  // Threads of their own for the POSTs (a burst of deliveries never holds up MCP traffic on
+  // the daemon's loop); each keeps the connections of the targets that hash to it.
+  int threads = 1;
   std::size_t max_outbox = 100000;
   std::size_t max_registrations = 10000;
   std::size_t max_uris = 64;

@@ -8,6 +8,7 @@
 #include <boost/asio/ip/network_v6.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
 
 #include "bridge/log.hpp"
 #include "bridge/metrics.hpp"
@@ -154,19 +155,35 @@ std::string webhook_address_refusal(const net::ip::address& a,
 
 // ---- the service -----------------------------------------------------------------------------
 
-// The core's sender: POSTs through the HTTP client, outcomes only while the service lives.
+// The core's sender: each POST goes to the client of its target's host, on that client's
+// strand (a delivery thread); the outcome comes back on the service's strand, only while the
+// service lives.
 class ServiceSender : public bridge::WebhookSender {
  public:
-  ServiceSender(std::shared_ptr<http::WebhookClient> client, std::weak_ptr<WebhookService> owner)
-      : client_(std::move(client)), owner_(std::move(owner)) {}
+  ServiceSender(std::vector<std::shared_ptr<http::WebhookClient>> clients,
+                net::any_io_executor home, std::weak_ptr<WebhookService> owner)
+      : clients_(std::move(clients)), home_(std::move(home)), owner_(std::move(owner)) {}
   void post(bridge::WebhookDelivery d, std::function<void(bridge::WebhookOutcome)> done) override {
-    client_->post(std::move(d), [owner = owner_, done = std::move(done)](bridge::WebhookOutcome o) {
-      if (owner.lock()) done(std::move(o));
+    // The scheme, host and port (what a connection is kept for): up to the path.
+    const std::string_view target = d.target;
+    const auto scheme_end = target.find("://");
+    const auto path = target.find('/', scheme_end == std::string_view::npos ? 0 : scheme_end + 3);
+    const auto& client =
+        clients_[std::hash<std::string_view>{}(target.substr(0, path)) % clients_.size()];
+    net::post(client->executor(), [client, d = std::move(d), done = std::move(done), home = home_,
+                                   owner = owner_]() mutable {
+      client->post(std::move(d),
+                   [home, owner, done = std::move(done)](bridge::WebhookOutcome o) mutable {
+                     net::post(home, [owner, done = std::move(done), o = std::move(o)]() mutable {
+                       if (owner.lock()) done(std::move(o));
+                     });
+                   });
     });
   }
 
  private:
-  std::shared_ptr<http::WebhookClient> client_;
+  std::vector<std::shared_ptr<http::WebhookClient>> clients_;
+  net::any_io_executor home_;
   std::weak_ptr<WebhookService> owner_;
 };
 
@@ -186,8 +203,13 @@ Expected<std::shared_ptr<WebhookService>, std::string> WebhookService::create(
   co.address_check = [allowed = s->config_.allow_targets](const net::ip::address& a) {
     return webhook_address_refusal(a, allowed);
   };
-  s->client_ = http::WebhookClient::create(s->strand_, std::move(co));
-  s->sender_ = std::make_unique<ServiceSender>(s->client_, s);
+  const int threads = std::max(1, s->config_.threads);
+  for (int i = 0; i < threads; ++i)
+    s->clients_.push_back(http::WebhookClient::create(net::make_strand(s->post_ioc_), co));
+  s->post_work_.emplace(s->post_ioc_.get_executor());
+  for (int i = 0; i < threads; ++i)
+    s->post_threads_.emplace_back([ioc = &s->post_ioc_] { ioc->run(); });
+  s->sender_ = std::make_unique<ServiceSender>(s->clients_, s->strand_, s);
   bridge::WebhookOptions o;
   o.database = s->config_.database;
   o.retry_min = std::chrono::milliseconds(s->config_.retry_min_ms);
@@ -219,6 +241,16 @@ WebhookService::WebhookService(net::any_io_executor strand, config::WebhooksConf
 WebhookService::~WebhookService() {
   gauge_timer_.cancel();
   webhooks_.reset();  // before the scheduler and the sender it uses
+  // The delivery threads end with what they were doing cut short (close() ended the clients'
+  // connections already); their clients go with the loop. They never hold the service (the
+  // sender keeps it weakly, and only the service's strand locks it), so this does not run on
+  // one of them.
+  post_work_.reset();
+  post_ioc_.stop();
+  for (auto& t : post_threads_)
+    t.join();
+  clients_.clear();
+  sender_.reset();
 }
 
 void WebhookService::start() {
@@ -548,7 +580,8 @@ void WebhookService::close(std::function<void()> done) {
     self->closed_ = true;
     self->gauge_timer_.cancel();
     if (self->webhooks_) self->webhooks_->close();
-    self->client_->close();
+    for (const auto& c : self->clients_)
+      net::post(c->executor(), [c] { c->close(); });
     for (auto& [server, u] : self->upstreams_) {
       if (u.retry) u.retry->cancel();
       if (u.channel) u.channel->hang_up({bridge::CloseReason::Kind::shutdown, "the bridge stops"});

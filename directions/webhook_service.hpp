@@ -10,15 +10,25 @@
 // addresses are refused unless allow_targets covers them. A refusal is JSON-RPC -32602 naming
 // the reason.
 //
+// The POSTs run on threads of the service's own (events.webhooks.threads), each with a
+// WebhookClient and the kept-alive connections of the targets whose host hashes to it: a burst
+// of a thousand deliveries keeps those threads busy, not the daemon's loop. The core and the
+// upstream sessions stay on the service's strand; outcomes are posted back to it.
+//
 // Thread-safe: every entry point posts onto the service's strand.
 #pragma once
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -94,7 +104,12 @@ class WebhookService : public std::enable_shared_from_this<WebhookService> {
   config::WebhooksConfig config_;
   std::shared_ptr<Ingress> ingress_;
   std::unique_ptr<AsioScheduler> scheduler_;
-  std::shared_ptr<http::WebhookClient> client_;
+  // The delivery threads: their loop, the clients (one strand each) and the threads.
+  boost::asio::io_context post_ioc_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>
+      post_work_;
+  std::vector<std::shared_ptr<http::WebhookClient>> clients_;
+  std::vector<std::thread> post_threads_;
   std::unique_ptr<bridge::WebhookSender> sender_;
   std::unique_ptr<bridge::Webhooks> webhooks_;
   std::map<std::string, Upstream> upstreams_;

@@ -39,6 +39,8 @@ class WebhookClient : public bridge::WebhookSender,
             std::function<void(bridge::WebhookOutcome)> done) override;
   // Closes every idle connection; POSTs in flight finish with an error.
   void close();
+  // The strand every call must be made on.
+  const boost::asio::any_io_executor& executor() const { return strand_; }
 
  private:
   struct Exchange;

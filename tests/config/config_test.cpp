@@ -514,6 +514,10 @@ TEST_CASE("events.webhooks: off by default, a database required when on, bounds 
   CHECK(c.events.webhooks.enabled);
   CHECK(c.events.webhooks.database == "/tmp/w.sqlite3");
   CHECK(c.events.webhooks.allow_targets == std::vector<std::string>{"10.0.0.0/8"});
+  CHECK(d.events.webhooks.threads == 1);
+  CHECK(good(R"({"events": {"webhooks": {"threads": 4}}})").events.webhooks.threads == 4);
+  CHECK(only_problem(R"({"events": {"webhooks": {"threads": 0}}})").path ==
+        "events.webhooks.threads");
   CHECK(only_problem(R"({"events": {"webhooks": {"enabled": true}}})").path ==
         "events.webhooks.database");
   CHECK(only_problem(R"({"events": {"webhooks": {"retry_min_ms": 10, "retry_max_ms": 5}}})").path ==
