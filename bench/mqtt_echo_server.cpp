@@ -2,7 +2,10 @@
 // any number of client sessions (a stdio server behind the egress would need a child process
 // per session, and 10,000 of them would measure the machine, not the bridge). It is built on
 // the bridge's own server endpoint (004 §Service Registration, §Initialization), answers
-// initialize, ping, tools/list and the echo tool, and runs until SIGTERM or SIGINT.
+// initialize, ping, tools/list and the echo tool, and accepts resources/subscribe and
+// unsubscribe of any URI (SEP-1803 `resources.events`: the fan-out benchmark publishes the
+// events itself on the server's capability topic, as the server would), and runs until
+// SIGTERM or SIGINT.
 //
 //   bench_mqtt_echo_server BROKER_URL SERVER_NAME [MAX_SESSIONS]
 #include <csignal>
@@ -30,9 +33,11 @@ namespace {
 std::string answer(const jsonrpc::Message& m) {
   const std::string& method = m.method();
   if (method == "initialize")
-    return R"({"protocolVersion":"2025-06-18","capabilities":{"tools":{}},)"
+    return R"({"protocolVersion":"2025-06-18","capabilities":{"tools":{},)"
+           R"("resources":{"subscribe":true,"events":true,"subscription":["notification"]}},)"
            R"("serverInfo":{"name":"bench-mqtt-echo","version":"1"}})";
-  if (method == "ping") return "{}";
+  if (method == "ping" || method == "resources/subscribe" || method == "resources/unsubscribe")
+    return "{}";
   if (method == "tools/list")
     return R"({"tools":[{"name":"echo","inputSchema":{"type":"object","properties":)"
            R"({"text":{"type":"string"}}}}]})";

@@ -6,7 +6,8 @@
 #   scripts/bench.sh                          every benchmark, full size (about 14 minutes)
 #   scripts/bench.sh compare [ARGS…]          the bridge against the floor and supergateway, per
 #                                             MQTT engine and broker set-up (about 7 minutes)
-#   scripts/bench.sh fanout [ARGS…]           the fan-out to 1,000 and 10,000 listen streams
+#   scripts/bench.sh fanout [ARGS…]           the fan-out to 1,000 and 10,000 listen streams, then
+#                                             one event to 1,000 subscribed sessions (in-band)
 #   scripts/bench.sh modern [ARGS…]           MCP 2026-07-28 requests against 2025 session ones
 #                                             through the same bridge (about 2 minutes)
 #   scripts/bench.sh webhooks [ARGS…]         events to 1,000 webhook registrations, outbox on
@@ -41,8 +42,14 @@ if [[ $which == all || $which == compare ]]; then
   build-bench/bench/bench_compare "$@"
 fi
 if [[ $which == all || $which == fanout ]]; then
-  echo "== fan-out: one resource update → N subscriptions/listen streams over HTTP (issue 7) =="
-  build-bench/bench/bench_fanout "$@"
+  if [[ " $* " == *" --mode "* ]]; then
+    build-bench/bench/bench_fanout "$@"
+  else
+    echo "== fan-out: one resource update → N subscriptions/listen streams over HTTP (issue 7) =="
+    build-bench/bench/bench_fanout "$@"
+    echo "== fan-out: one event:// update → 1,000 sessions subscribed in-band (SEP-1803, issue 22) =="
+    build-bench/bench/bench_fanout --mode sessions
+  fi
 fi
 if [[ $which == all || $which == modern ]]; then
   echo "== MCP 2026-07-28 requests against 2025 session requests through the same bridge (issue 19) =="
