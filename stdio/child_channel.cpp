@@ -198,12 +198,19 @@ class ChildProcess : public std::enable_shared_from_this<ChildProcess> {
       return;
     }
     const std::size_t bytes = message.size() + 1;
-    if (queued_bytes_ > 0 && queued_bytes_ + bytes > spec_.max_queued_bytes) {
-      const std::string detail = "the child's stdin is full: " + std::to_string(queued_bytes_) +
-                                 " bytes wait to be written and " + std::to_string(bytes) +
-                                 " more would pass the limit of " +
-                                 std::to_string(spec_.max_queued_bytes) +
-                                 " bytes; the server is not reading its input";
+    const bool over_bytes = queued_bytes_ > 0 && queued_bytes_ + bytes > spec_.max_queued_bytes;
+    if (over_bytes || queue_.size() >= spec_.max_queued_messages) {
+      // Bounded in bytes and in messages: a flood of small messages costs far more memory
+      // than its bytes (each message is held parsed).
+      const std::string detail =
+          over_bytes
+              ? "the child's stdin is full: " + std::to_string(queued_bytes_) +
+                    " bytes wait to be written and " + std::to_string(bytes) +
+                    " more would pass the limit of " + std::to_string(spec_.max_queued_bytes) +
+                    " bytes; the server is not reading its input"
+              : "the child's stdin is full: " + std::to_string(queue_.size()) +
+                    " messages wait to be written, the limit; the server is not reading "
+                    "its input";
       close_stdin_now();
       report(Kind::error, detail);
       begin_termination();

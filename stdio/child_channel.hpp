@@ -66,6 +66,7 @@ struct ChildSpec {
   std::string log_prefix;  // prepended to every log line, e.g. the MQTT session's prefix
   jsonrpc::Limits limits;  // per message read from the child's stdout
   std::size_t max_queued_bytes = 8 * 1024 * 1024;  // toward the child's stdin, in flight included
+  std::size_t max_queued_messages = 16384;         // the same queue, in messages
   ExitWatch exit_watch = ExitWatch::automatic;
 };
 

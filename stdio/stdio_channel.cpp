@@ -190,12 +190,19 @@ void StdioChannel::close_input() {
 void StdioChannel::enqueue(jsonrpc::Message message) {
   if (!output_open_) return;
   const std::size_t bytes = message.size() + 1;
-  if (queued_bytes_ > 0 && queued_bytes_ + bytes > options_.max_queued_bytes) {
-    const std::string detail = "stdout is full: " + std::to_string(queued_bytes_) +
-                               " bytes wait to be written and " + std::to_string(bytes) +
-                               " more would pass the limit of " +
-                               std::to_string(options_.max_queued_bytes) +
-                               " bytes; the host is not reading the bridge's output";
+  const bool over_bytes = queued_bytes_ > 0 && queued_bytes_ + bytes > options_.max_queued_bytes;
+  if (over_bytes || queue_.size() >= options_.max_queued_messages) {
+    // Bounded in bytes and in messages (each message is held parsed: a flood of small ones
+    // costs more than its bytes).
+    const std::string detail =
+        over_bytes
+            ? "stdout is full: " + std::to_string(queued_bytes_) +
+                  " bytes wait to be written and " + std::to_string(bytes) +
+                  " more would pass the limit of " + std::to_string(options_.max_queued_bytes) +
+                  " bytes; the host is not reading the bridge's output"
+            : "stdout is full: " + std::to_string(queue_.size()) +
+                  " messages wait to be written, the limit; the host is not reading the "
+                  "bridge's output";
     close_output();  // nothing more can reach a host that does not read
     report(Kind::error, detail);
     return;

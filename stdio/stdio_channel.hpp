@@ -52,6 +52,7 @@ class StdioChannel final : public bridge::Channel,
     int output_fd = 1;
     jsonrpc::Limits limits;                          // per message read from the input
     std::size_t max_queued_bytes = 8 * 1024 * 1024;  // toward the output, in flight included
+    std::size_t max_queued_messages = 16384;         // the same queue, in messages
     // After a close, how long queued messages may take to reach the host before the output
     // is closed anyway.
     std::chrono::milliseconds flush_timeout{2000};

@@ -541,6 +541,30 @@ TEST_CASE("child channel: a child that does not read its stdin closes the channe
   REQUIRE(f.wait_all_reaped(10s));       // and the child was ended
 }
 
+TEST_CASE(
+    "child channel: the stdin queue is bounded in messages too: a flood of small messages to a "
+    "child that does not read closes the channel",
+    "[integration][stdio]") {
+  Fixture f;
+  auto spec = spec_for({"--no-read"});
+  spec.max_queued_messages = 1000;  // bytes stay far below max_queued_bytes
+  spec.terminate_after = 200ms;
+  spec.kill_after = 200ms;
+  f.create(std::move(spec));
+  f.start();
+  std::size_t sent = 0;
+  // Sent in one go: the pipe takes what it can while the queue fills behind the write.
+  while (!f.rec.closed() && sent < 200000)
+    f.ch->send(Message::notification("n", "{\"i\":" + std::to_string(sent++) + "}"));
+  REQUIRE(f.loop.run_until([&] { return f.rec.closed(); }));
+  CHECK(f.rec.closes[0].kind == CloseReason::Kind::error);
+  CHECK(f.rec.closes[0].detail ==
+        "the child's stdin is full: 1000 messages wait to be written, the limit; the server is "
+        "not reading its input");
+  CHECK(sent < 200000);
+  REQUIRE(f.wait_all_reaped(10s));
+}
+
 TEST_CASE("child channel: the stdin bound counts only bytes not yet written",
           "[integration][stdio]") {
   Fixture f;

@@ -248,6 +248,21 @@ TEST_CASE("stdio channel: a host that does not read makes the channel close with
   CHECK(sent > 128 * 1024 + 32 * 1024);  // the pipe took its share first
 }
 
+TEST_CASE("stdio channel: the output queue is bounded in messages too", "[integration][stdio]") {
+  StdioChannel::Options o;
+  o.max_queued_messages = 1000;  // bytes stay far below max_queued_bytes
+  Fixture f(o);
+  std::size_t sent = 0;
+  while (!f.rec.closed() && sent < 200000)
+    f.ch->send(Message::notification("n", "{\"i\":" + std::to_string(sent++) + "}"));
+  REQUIRE(f.loop.run_until([&] { return f.rec.closed(); }));
+  CHECK(f.rec.closes[0].kind == CloseReason::Kind::error);
+  CHECK(f.rec.closes[0].detail ==
+        "stdout is full: 1000 messages wait to be written, the limit; the host is not reading "
+        "the bridge's output");
+  CHECK(sent < 200000);
+}
+
 TEST_CASE("stdio channel: a host that closes stdout is gone", "[integration][stdio]") {
   Fixture f;
   ::close(f.host.from_bridge[0]);
