@@ -620,6 +620,7 @@ void ModernGateway::open_session(Pending& p) {
       std::move(peer));
   auto channel = s.channel;
   const std::string server_name = s.server_name;
+  const std::string principal = p.call.principal;
   // 002 §Initialization, with exactly the capabilities this request declared.
   channel->deliver(jsonrpc::Message::request(
       init_id(), "initialize",
@@ -628,7 +629,7 @@ void ModernGateway::open_session(Pending& p) {
   by_key_[s.key].insert(serial);
   sessions_.emplace(serial, std::move(owned));
   logger()->debug("{} opening MQTT session {} for {}", options_.log_prefix, serial, server_name);
-  opener_(server_name, channel);  // may report back at once
+  opener_(server_name, principal, channel);  // may report back at once
 }
 
 void ModernGateway::start_on(Session& s, Pending& p) {

@@ -113,10 +113,12 @@ class ModernGateway : public std::enable_shared_from_this<ModernGateway> {
   };
   using CallId = std::uint64_t;
 
-  // Opens an MQTT session to an instance of `server_name` with `downstream` as its client side;
-  // the channel tells the gateway the outcome (an error to its initialize, a close).
-  using Opener =
-      std::function<void(const std::string& server_name, std::shared_ptr<Channel> downstream)>;
+  // Opens an MQTT session to an instance of `server_name` with `downstream` as its client side,
+  // on behalf of `principal` (the sessions are keyed by it: the bridge's own services, such as
+  // webhooks, answer for that principal); the channel tells the gateway the outcome (an error to
+  // its initialize, a close).
+  using Opener = std::function<void(const std::string& server_name, const std::string& principal,
+                                    std::shared_ptr<Channel> downstream)>;
 
   struct Stats {
     std::size_t opening = 0, idle = 0, busy = 0, parked = 0, listening = 0, waiting = 0;

@@ -61,10 +61,10 @@ ModernIngress::ModernIngress(boost::asio::any_io_executor strand, Options option
   auto strand_copy = strand_;
   gateway_ = bridge::ModernGateway::create(
       std::move(o), *scheduler_,
-      [weak_ingress, strand_copy](const std::string& server_name,
+      [weak_ingress, strand_copy](const std::string& server_name, const std::string& principal,
                                   std::shared_ptr<bridge::Channel> downstream) {
         if (auto in = weak_ingress.lock()) {
-          in->attach(server_name, std::move(downstream), strand_copy);
+          in->attach(server_name, std::move(downstream), strand_copy, {}, {}, principal);
         } else {
           downstream->close({bridge::CloseReason::Kind::shutdown, "the bridge is stopping"});
         }

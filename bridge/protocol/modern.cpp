@@ -262,11 +262,13 @@ std::optional<jsonrpc::Error> check_headers(const jsonrpc::Message& m, const Env
 }
 
 bool is_modern_request_method(std::string_view method) {
-  static constexpr std::array<std::string_view, 10> kMethods = {
-      "tools/call",          "tools/list",          "prompts/get",
-      "prompts/list",        "resources/list",      "resources/templates/list",
-      "resources/read",      "completion/complete", "server/discover",
-      "subscriptions/listen"};
+  static constexpr std::array<std::string_view, 12> kMethods = {
+      "tools/call", "tools/list", "prompts/get", "prompts/list", "resources/list",
+      "resources/templates/list", "resources/read", "completion/complete", "server/discover",
+      "subscriptions/listen",
+      // SEP-1803 §Out-of-Band: webhook registration, an extension the server (or the bridge for
+      // it, events.webhooks) answers; sessionless, like every request of the revision.
+      "resources/subscriptions/register", "resources/subscriptions/deregister"};
   return one_of(method, kMethods);
 }
 

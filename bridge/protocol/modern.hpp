@@ -111,7 +111,8 @@ std::optional<std::string> decode_header_value(std::string_view value);
 
 // ---- methods -----------------------------------------------------------------------------------
 
-// Methods of the 2026-07-28 request registry (schema ClientRequest).
+// Methods of the 2026-07-28 request registry (schema ClientRequest), and the SEP-1803 webhook
+// registration methods (an extension the bridge serves for servers with in-band events).
 bool is_modern_request_method(std::string_view method);
 // Methods the revision removed (initialize, ping, logging/setLevel, resources/subscribe and
 // unsubscribe, the tasks family, server→client requests): sent with the modern envelope they get

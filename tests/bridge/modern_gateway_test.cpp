@@ -91,7 +91,8 @@ struct Harness {
   explicit Harness(ModernGateway::Options o = {}) {
     if (o.state_secret.empty()) o.state_secret = std::string(32, 'k');
     gateway = ModernGateway::create(
-        o, clock, [this](const std::string& name, std::shared_ptr<bridge::Channel> ch) {
+        o, clock,
+        [this](const std::string& name, const std::string&, std::shared_ptr<bridge::Channel> ch) {
           auto s = std::make_shared<FakeSession>();
           s->server_name = name;
           s->channel = ch;

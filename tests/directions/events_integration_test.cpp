@@ -11,6 +11,7 @@
 
 #include "tests/http/server_test_support.hpp"
 #include "tests/support/ingress_bridge.hpp"
+#include "tests/support/mqtt_mcp_client.hpp"
 #include "tests/support/prerequisite.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -585,4 +586,69 @@ TEST_CASE(
   CHECK(at(s.call("resources/subscriptions/deregister",
                   R"({"uri":"subscription://events-server/1"})"),
            {"result", "_meta", "servedBy"}) == "events-server");
+}
+
+TEST_CASE(
+    "webhooks for MCP 2026-07-28 clients: server/discover offers webhook, and sessionless "
+    "register, resources/list, resources/read and deregister work for the request's principal",
+    "[events][webhooks][modern-ingress]") {
+  if (!have_node()) return;
+  Mosquitto broker;
+  TempDir dir;
+  Receiver rx;
+  Bridge bridge(broker, server_entry(), kServer, webhooks_config(dir.path() + "/w.sqlite3"));
+  REQUIRE(bridge.proc->wait_for_log("[directory] " + kServer + " online"));
+  const std::string host = "127.0.0.1:" + std::to_string(bridge.port);
+  const std::string meta =
+      R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}})";
+  int id = 1;
+  // One sessionless request: its final message (JSON, or the last event of an SSE answer).
+  auto modern = [&](const std::string& method, const std::string& params,
+                    const std::string& name = {}) {
+    Headers h = post_headers(host);
+    h.emplace_back("MCP-Protocol-Version", "2026-07-28");
+    h.emplace_back("Mcp-Method", method);
+    if (!name.empty()) h.emplace_back("Mcp-Name", name);
+    RawClient c(bridge.endpoint());
+    c.send(
+        bhttp::verb::post, "/mcp", h,
+        request_body(id++, method, params.empty() ? "{" + meta + "}" : params + "," + meta + "}"));
+    auto head = c.read_header(20s);
+    REQUIRE(head.status == 200);
+    if (head.header("content-type") == "application/json") {
+      REQUIRE(c.read_body(head, 20s));
+      return head.body;
+    }
+    std::string last;
+    while (auto e = c.next_message(20s))
+      last = e->data;
+    REQUIRE_FALSE(last.empty());
+    return last;
+  };
+  // server/discover answers from the server's initialize result, as the bridge offers it.
+  const auto discover = modern("server/discover", "");
+  CHECK_THAT(discover, Catch::Contains(R"("subscription":["notification","webhook"])"));
+  const auto reg = modern("resources/subscriptions/register",
+                          R"({"uris":["event://x/tick"],"targetUri":")" + rx.url("/m") + "\"");
+  INFO(reg);
+  CHECK(json_at(reg, "result.resultType") == "complete");
+  const auto uri = json_at(reg, "result.subscription.uri").value_or("");
+  const auto key = json_at(reg, "result.subscription.webhookSecret.key").value_or("");
+  REQUIRE(uri.rfind("subscription://", 0) == 0);
+  REQUIRE(key.rfind("whsec_", 0) == 0);
+  rx.control("secret", "/m", key);
+  REQUIRE(bridge.proc->wait_for_log("subscribed event://x/tick"));
+  modern("tools/call", R"({"name":"trigger","arguments":{"uri":"event://x/tick/3"})", "trigger");
+  REQUIRE(rx.until([](const auto& hits) { return !hits.empty(); }));
+  CHECK(rx.hits[0].verified);
+  CHECK_THAT(rx.hits[0].raw, Catch::StartsWith(R"({"type":"x.tick.n",)"));
+  // The registration is the principal's resource, listed and readable without a session.
+  CHECK_THAT(modern("resources/list", ""), Catch::Contains(R"({"uri":")" + uri + "\""));
+  const auto read = modern("resources/read", R"({"uri":")" + uri + "\"", uri);
+  CHECK(json_at(read, "result.resultType") == "complete");
+  CHECK_THAT(read, Catch::Contains("delivered (204)"));
+  const auto gone = modern("resources/subscriptions/deregister", R"({"uri":")" + uri + "\"");
+  CHECK(json_at(gone, "result.resultType") == "complete");
+  const auto again = modern("resources/read", R"({"uri":")" + uri + "\"", uri);
+  CHECK(json_at(again, "error.code").value_or("") != "");
 }
