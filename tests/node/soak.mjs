@@ -7,12 +7,16 @@
 // Topology: one egress process publishes the C++ test MCP server (tests/servers) as test/soak;
 // one HTTP ingress process serves it over Streamable HTTP; stdio ingress processes
 // (`mcp-mqtt-bridge stdio`) are started per stdio client. The clients are the official
-// TypeScript SDK's Client over StreamableHTTPClientTransport and StdioClientTransport.
+// TypeScript SDK's Client over StreamableHTTPClientTransport and StdioClientTransport (v1, the
+// 2025 revisions), and the v2 Client pinned to revision 2026-07-28 over HTTP.
 //
 // Traffic (each worker in a loop): a session opens, makes 5-20 requests chosen at random —
 // tools/call echo, tools/call sleep with progress, resources/subscribe then a tool that makes
 // the server send notifications/resources/updated, resources/unsubscribe, ping — and closes
-// (HTTP: DELETE, or abandoned one time in five).
+// (HTTP: DELETE, or abandoned one time in five). The 2026-07-28 worker has no session: it
+// calls echo and sleep with progress, and opens subscriptions/listen for a resource and a
+// list change, makes the server send both, waits for them on the listen's stream, and
+// closes the listen.
 //
 // Faults, in turn, every `--fault-every-s` seconds (default 6): the broker SIGKILLed and
 // restarted after 1 s (empty), an egress child SIGKILLed, the HTTP ingress SIGKILLed and
@@ -36,6 +40,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, StdioClientTransport, StreamableHTTPClientTransport, types } from './sdk.mjs';
+import { client as sdk2 } from './sdk2.mjs';
 
 const args = Object.fromEntries(
   process.argv.slice(2).reduce((acc, a, i, all) => {
@@ -50,8 +55,10 @@ const serverExe = args.server;
 const mosquittoExe = args.mosquitto ?? '/usr/sbin/mosquitto';
 const workdir = args.workdir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'mcpmqtt-soak-'));
 fs.mkdirSync(workdir, { recursive: true });
-const HTTP_WORKERS = 6;
+const HTTP_WORKERS = 5;
 const STDIO_WORKERS = 2;
+const MODERN_WORKERS = 1;
+const MODERN = '2026-07-28';
 const CLIENT_TIMEOUT_MS = 20000;
 const RSS_BOUND_KIB = 32 * 1024;
 const FD_BOUND = 4;
@@ -204,11 +211,18 @@ const errors = new Map(); // kind -> n
 const faults = new Map(); // kind -> n
 let updates = 0;
 let progress = 0;
+const listens = { opened: 0, notified: 0, missed: 0 };
 let sessionsOpened = 0;
 const bump = (m, k) => m.set(k, (m.get(k) ?? 0) + 1);
 
 function classify(e) {
   const msg = String(e?.message ?? e);
+  // v2 (2026-07-28): SdkError for what never crossed the wire, ProtocolError for JSON-RPC errors.
+  if (e instanceof sdk2.SdkError) {
+    if (e.code === sdk2.SdkErrorCode.RequestTimeout) return 'unanswered';
+    if (e.code === sdk2.SdkErrorCode.ConnectionClosed) return 'transport connection closed';
+  }
+  if (e instanceof sdk2.ProtocolError) return `error ${e.code}`;
   if (e instanceof types.McpError && e.code === types.ErrorCode.RequestTimeout && /Request timed out/.test(msg) && !/mcp-mqtt-bridge/.test(msg))
     return 'unanswered';
   if (e instanceof types.McpError) {
@@ -327,9 +341,88 @@ async function session(kind) {
   await client.close().catch(() => {});
 }
 
+// A 2026-07-28 client: no session, every request stands alone (its _meta envelope); change
+// notifications come only on subscriptions/listen streams.
+async function modernClient() {
+  const client = new sdk2.Client(
+    { name: 'soak-modern', version: '1' },
+    { capabilities: {}, versionNegotiation: { mode: { pin: MODERN } } },
+  );
+  client.onerror = () => {};
+  const seen = new Set(); // what the open listen delivered: "updated <uri>", "tools"
+  const waiters = new Set();
+  const note = (what) => {
+    seen.add(what);
+    for (const w of waiters) w();
+  };
+  client.setNotificationHandler('notifications/resources/updated', (n) => note(`updated ${n.params.uri}`));
+  client.setNotificationHandler('notifications/tools/list_changed', () => note('tools'));
+  const waitFor = (what, ms) =>
+    new Promise((resolve) => {
+      const done = (ok) => {
+        waiters.delete(check);
+        clearTimeout(timer);
+        resolve(ok);
+      };
+      const check = () => seen.has(what) && done(true);
+      const timer = setTimeout(() => done(false), ms);
+      waiters.add(check);
+      check();
+    });
+  const transport = new sdk2.StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${httpPort}/mcp`));
+  // server/discover counts as a request.
+  const connected = await account(async () => {
+    await client.connect(transport, { timeout: CLIENT_TIMEOUT_MS });
+    return {};
+  });
+  if (!connected) {
+    await client.close().catch(() => {});
+    return;
+  }
+  const opts = { timeout: CLIENT_TIMEOUT_MS };
+  const n = 5 + Math.floor(Math.random() * 16);
+  for (let i = 0; i < n && running; i += 1) {
+    const op = pick(['echo', 'sleep', 'listen']);
+    let ok;
+    if (op === 'echo') {
+      ok = await account(() => client.callTool({ name: 'echo', arguments: { text: `m${i}` } }, opts));
+    } else if (op === 'sleep') {
+      ok = await account(() =>
+        client.callTool(
+          { name: 'sleep', arguments: { ms: 50 + Math.floor(Math.random() * 400) } },
+          { ...opts, onprogress: () => (progress += 1) },
+        ),
+      );
+    } else {
+      const uri = `soak://l/${Math.floor(Math.random() * 1e9)}`;
+      seen.clear();
+      let sub;
+      ok = await account(async () => {
+        sub = await client.listen({ resourceSubscriptions: [uri], toolsListChanged: true }, opts);
+        return {};
+      });
+      if (!ok) break;
+      listens.opened += 1;
+      for (const [method, what] of [
+        ['notifications/resources/updated', `updated ${uri}`],
+        ['notifications/tools/list_changed', 'tools'],
+      ]) {
+        ok = await account(() => client.callTool({ name: 'notify', arguments: { method, uri } }, opts));
+        if (!ok) break;
+        // The notification travels on the listen's own stream; a fault may cut that stream.
+        if (await waitFor(what, 5000)) listens.notified += 1;
+        else listens.missed += 1;
+      }
+      await sub.close().catch(() => {});
+    }
+    if (!ok) break;
+  }
+  await client.close().catch(() => {});
+}
+
 async function worker(kind) {
   while (running) {
-    await session(kind).catch((e) => log(`worker ${kind}: ${e.message}`));
+    await (kind === 'modern' ? modernClient() : session(kind)).catch((e) => log(`worker ${kind}: ${e.message}`));
     await sleep(10);
   }
 }
@@ -373,6 +466,7 @@ const started = Date.now();
 const workers = [];
 for (let i = 0; i < HTTP_WORKERS; i += 1) workers.push(worker('http'));
 for (let i = 0; i < STDIO_WORKERS; i += 1) workers.push(worker('stdio'));
+for (let i = 0; i < MODERN_WORKERS; i += 1) workers.push(worker('modern'));
 
 // Warm-up: traffic without faults, then the reference levels.
 const warmupMs = Math.min(20000, Math.max(5000, seconds * 100));
@@ -429,6 +523,8 @@ const rows = [
   ['  unanswered', counts.unanswered],
   ['progress notifications', progress],
   ['resource updates received', updates],
+  ['2026-07-28 listens opened', listens.opened],
+  ['  notifications received on them / missed', `${listens.notified} / ${listens.missed}`],
   ['faults injected', [...faults.values()].reduce((a, b) => a + b, 0)],
   ...[...faults.entries()].map(([k, v]) => [`  ${k}`, v]),
   ['egress RSS after warm-up / at end', `${warm.egressRss} / ${end.egressRss} KiB (drift ${rssDrift} KiB, bound ${RSS_BOUND_KIB})`],
