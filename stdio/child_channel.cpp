@@ -198,19 +198,11 @@ class ChildProcess : public std::enable_shared_from_this<ChildProcess> {
       return;
     }
     const std::size_t bytes = message.size() + 1;
-    const bool over_bytes = queued_bytes_ > 0 && queued_bytes_ + bytes > spec_.max_queued_bytes;
-    if (over_bytes || queue_.size() >= spec_.max_queued_messages) {
-      // Bounded in bytes and in messages: a flood of small messages costs far more memory
-      // than its bytes (each message is held parsed).
-      const std::string detail =
-          over_bytes
-              ? "the child's stdin is full: " + std::to_string(queued_bytes_) +
-                    " bytes wait to be written and " + std::to_string(bytes) +
-                    " more would pass the limit of " + std::to_string(spec_.max_queued_bytes) +
-                    " bytes; the server is not reading its input"
-              : "the child's stdin is full: " + std::to_string(queue_.size()) +
-                    " messages wait to be written, the limit; the server is not reading "
-                    "its input";
+    if (const std::string detail =
+            queue_full("the child's stdin", "the server is not reading its input",
+                       {spec_.max_queued_bytes, spec_.max_queued_messages}, queued_bytes_,
+                       queue_.size(), bytes);
+        !detail.empty()) {
       close_stdin_now();
       report(Kind::error, detail);
       begin_termination();

@@ -198,4 +198,18 @@ std::string excerpt(std::string_view text, std::size_t max, std::size_t total_si
   return out;
 }
 
+std::string queue_full(std::string_view whom, std::string_view why, const QueueBound& bound,
+                       std::size_t queued_bytes, std::size_t queued_messages,
+                       std::size_t incoming) {
+  if (queued_bytes > 0 && queued_bytes + incoming > bound.max_bytes)
+    return std::string(whom) + " is full: " + std::to_string(queued_bytes) +
+           " bytes wait to be written and " + std::to_string(incoming) +
+           " more would pass the limit of " + std::to_string(bound.max_bytes) + " bytes; " +
+           std::string(why);
+  if (queued_messages >= bound.max_messages)
+    return std::string(whom) + " is full: " + std::to_string(queued_messages) +
+           " messages wait to be written, the limit; " + std::string(why);
+  return {};
+}
+
 }  // namespace mcpmqtt::stdio

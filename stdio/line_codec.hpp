@@ -43,4 +43,15 @@ std::vector<std::string_view> split_array_elements(std::string_view text);
 // the whole line when `text` is only its beginning.
 std::string excerpt(std::string_view text, std::size_t max = 200, std::size_t total_size = 0);
 
+// The queue of lines toward a peer's input (a child's stdin, the host's stdout) is bounded in
+// bytes and in messages (each message waits parsed: a flood of small ones costs more than its
+// bytes). Why a line of `incoming` bytes may not join it — "`whom` is full: …; `why`" — or
+// empty when it may. A line larger than the byte bound still goes when the queue is empty.
+struct QueueBound {
+  std::size_t max_bytes = 0;
+  std::size_t max_messages = 0;
+};
+std::string queue_full(std::string_view whom, std::string_view why, const QueueBound& bound,
+                       std::size_t queued_bytes, std::size_t queued_messages, std::size_t incoming);
+
 }  // namespace mcpmqtt::stdio

@@ -190,19 +190,11 @@ void StdioChannel::close_input() {
 void StdioChannel::enqueue(jsonrpc::Message message) {
   if (!output_open_) return;
   const std::size_t bytes = message.size() + 1;
-  const bool over_bytes = queued_bytes_ > 0 && queued_bytes_ + bytes > options_.max_queued_bytes;
-  if (over_bytes || queue_.size() >= options_.max_queued_messages) {
-    // Bounded in bytes and in messages (each message is held parsed: a flood of small ones
-    // costs more than its bytes).
-    const std::string detail =
-        over_bytes
-            ? "stdout is full: " + std::to_string(queued_bytes_) +
-                  " bytes wait to be written and " + std::to_string(bytes) +
-                  " more would pass the limit of " + std::to_string(options_.max_queued_bytes) +
-                  " bytes; the host is not reading the bridge's output"
-            : "stdout is full: " + std::to_string(queue_.size()) +
-                  " messages wait to be written, the limit; the host is not reading the "
-                  "bridge's output";
+  if (const std::string detail =
+          queue_full("stdout", "the host is not reading the bridge's output",
+                     {options_.max_queued_bytes, options_.max_queued_messages}, queued_bytes_,
+                     queue_.size(), bytes);
+      !detail.empty()) {
     close_output();  // nothing more can reach a host that does not read
     report(Kind::error, detail);
     return;

@@ -128,3 +128,20 @@ TEST_CASE("is_blank", "[stdio]") {
 
 }  // namespace
 }  // namespace mcpmqtt::stdio
+
+TEST_CASE(
+    "queue_full: a write queue is bounded in bytes and in messages; a lone large line still "
+    "goes",
+    "[stdio]") {
+  using mcpmqtt::stdio::queue_full;
+  const mcpmqtt::stdio::QueueBound b{1000, 10};
+  CHECK(queue_full("stdout", "why", b, 0, 0, 5000).empty());  // empty queue: any size
+  CHECK(queue_full("stdout", "why", b, 900, 3, 100).empty());
+  CHECK(queue_full("stdout", "why", b, 900, 3, 101) ==
+        "stdout is full: 900 bytes wait to be written and 101 more would pass the limit of 1000 "
+        "bytes; why");
+  CHECK(queue_full("stdout", "why", b, 50, 9, 5).empty());
+  CHECK(queue_full("the child's stdin", "the server is not reading its input", b, 50, 10, 5) ==
+        "the child's stdin is full: 10 messages wait to be written, the limit; the server is not "
+        "reading its input");
+}
