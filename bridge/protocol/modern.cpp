@@ -404,12 +404,21 @@ std::string without_envelope(const rapidjson::Value* params) {
   if (!params) return {};
   rapidjson::Document d;
   d.CopyFrom(*params, d.GetAllocator());
-  if (d.IsObject() && d.HasMember("_meta") && d["_meta"].IsObject()) {
-    auto& meta = d["_meta"];
+  if (!d.IsObject()) return serialize(d);
+  // Every occurrence goes: a text may repeat a name (RFC 8259 §4 only says SHOULD be unique),
+  // and the envelope read is the first one's; none of the others may pass on as if it were.
+  for (auto m = d.MemberBegin(); m != d.MemberEnd(); ++m) {
+    if (m->name != "_meta" || !m->value.IsObject()) continue;
     for (const char* k :
          {key::protocol_version, key::client_capabilities, key::client_info, key::log_level})
-      meta.RemoveMember(k);
-    if (meta.MemberCount() == 0) d.RemoveMember("_meta");
+      while (m->value.RemoveMember(k)) {
+      }
+  }
+  for (auto m = d.MemberBegin(); m != d.MemberEnd();) {
+    if (m->name == "_meta" && m->value.IsObject() && m->value.MemberCount() == 0)
+      m = d.EraseMember(m);
+    else
+      ++m;
   }
   return serialize(d);
 }

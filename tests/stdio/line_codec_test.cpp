@@ -130,7 +130,7 @@ TEST_CASE("is_blank", "[stdio]") {
 }  // namespace mcpmqtt::stdio
 
 TEST_CASE(
-    "queue_full: a write queue is bounded in bytes and in messages; a lone large line still "
+    "queue_full: a write queue is bounded in bytes and in messages, and a lone large line still "
     "goes",
     "[stdio]") {
   using mcpmqtt::stdio::queue_full;

@@ -213,6 +213,12 @@ TEST_CASE("modern: the envelope added for a modern server and removed for a 2025
   auto bare = doc(without_envelope(&enveloped));
   CHECK_FALSE(bare.HasMember("_meta"));
   CHECK(without_envelope(nullptr).empty());
+
+  // A name repeated in the text (found by the jsonrpc fuzzer): the envelope read is the first
+  // occurrence, and no other occurrence is left to pass on, in any _meta.
+  const auto twice = doc(
+      R"({"_meta":{"io.modelcontextprotocol/clientCapabilities":{"a":{}},"io.modelcontextprotocol/clientCapabilities":{"b":{}},"k":1},"_meta":{"io.modelcontextprotocol/logLevel":"info"}})");
+  CHECK(without_envelope(&twice) == R"({"_meta":{"k":1}})");
 }
 
 // ---- egress: a 2026-07-28 server behind a 2025 session ----------------------------------------
