@@ -46,7 +46,17 @@ Observer::Observer(const std::string& url, Options o)
   }
   auto opts = b.finalize();
   client_->start_consuming();
-  client_->connect(opts)->wait();
+  settle(client_->connect(opts));
+}
+
+void Observer::settle(const std::shared_ptr<::mqtt::token>& token,
+                      std::optional<std::chrono::milliseconds> timeout) {
+  if (timeout)
+    token->wait_for(*timeout);
+  else
+    token->wait();
+  settled_.push_back(token);
+  if (settled_.size() > 32) settled_.pop_front();
 }
 
 Observer::~Observer() {
@@ -57,11 +67,11 @@ Observer::~Observer() {
 }
 
 void Observer::subscribe(const std::string& filter, bool no_local, int qos) {
-  client_->subscribe(filter, qos, mqtt::subscribe_options(no_local))->wait();
+  settle(client_->subscribe(filter, qos, mqtt::subscribe_options(no_local)));
 }
 
 void Observer::unsubscribe(const std::string& filter) {
-  client_->unsubscribe(filter)->wait();
+  settle(client_->unsubscribe(filter));
 }
 
 void Observer::publish(const std::string& topic, const std::string& payload, bool retained, int qos,
@@ -76,7 +86,7 @@ void Observer::publish(const std::string& topic, const std::string& payload, boo
                  .retained(retained)
                  .properties(p)
                  .finalize();
-  client_->publish(msg)->wait();
+  settle(client_->publish(msg));
 }
 
 std::optional<Received> Observer::next(std::chrono::milliseconds timeout) {
@@ -129,7 +139,8 @@ std::vector<Received> Observer::drain(std::chrono::milliseconds window) {
 }
 
 void Observer::disconnect() {
-  if (client_ && client_->is_connected()) client_->disconnect()->wait_for(std::chrono::seconds(5));
+  if (client_ && client_->is_connected())
+    settle(client_->disconnect(), std::chrono::milliseconds(5000));
 }
 
 bool Observer::connected() const {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -15,7 +16,8 @@
 
 namespace mqtt {  // Eclipse Paho
 class async_client;
-}
+class token;
+}  // namespace mqtt
 
 namespace mcpmqtt::test {
 
@@ -70,7 +72,15 @@ class Observer {
   bool connected() const;
 
  private:
+  // Waits for `token` and keeps it for a while: Paho C++ 1.2 signals a token's condition
+  // variable after unlocking it, so a waiter that destroyed the token at once would race the
+  // signalling thread (ThreadSanitizer reports it). Tokens go once 32 later ones have completed,
+  // or with the client (declared after this, so destroyed first, its threads joined).
+  void settle(const std::shared_ptr<::mqtt::token>& token,
+              std::optional<std::chrono::milliseconds> timeout = std::nullopt);
+
   std::string client_id_;
+  std::deque<std::shared_ptr<::mqtt::token>> settled_;
   std::unique_ptr<::mqtt::async_client> client_;
 };
 

@@ -10,6 +10,7 @@
 #include <linux/close_range.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -65,9 +66,16 @@ std::unique_ptr<Process> Process::start(Options o) {
     err_file = ::open(o.stderr_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   }
 
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
   if (pid == 0) {
+    // A test that dies (an abort, a sanitizer's halt_on_error) takes its processes with it: an
+    // orphaned broker or bridge would hold the test's output open and keep CTest waiting for
+    // the timeout. (Tests start processes from their main thread, which lives as long as they
+    // do: the signal follows the thread that forked.)
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
     ::setpgid(0, 0);
     if (in_pipe[0] >= 0) ::dup2(in_pipe[0], 0);
     if (out_pipe[1] >= 0)
