@@ -37,6 +37,7 @@
 #include "tests/support/node_tools.hpp"
 #include "tests/support/observer.hpp"
 #include "tests/support/proc_stats.hpp"
+#include "tests/support/sanitizers.hpp"
 #include "tests/support/tcp_proxy.hpp"
 #include "tests/support/wait.hpp"
 
@@ -47,14 +48,6 @@ namespace jsonrpc = mcpmqtt::jsonrpc;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-// ASan keeps freed memory in quarantine, resident: under it RSS says nothing about bounds (the
-// bridge processes the tests start are the same build as the tests).
-#ifdef __SANITIZE_ADDRESS__
-constexpr bool kRssMeaningful = false;
-#else
-constexpr bool kRssMeaningful = true;
-#endif
 
 const std::string kServer = "test/faults";
 const std::string kVersion = "2025-11-25";

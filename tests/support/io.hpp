@@ -64,10 +64,10 @@ template <typename T>
 class Inbox {
  public:
   void push(T v) {
-    {
-      std::lock_guard lock(mu_);
-      items_.push_back(std::move(v));
-    }
+    // Notified under the lock: a popper that returns at once may destroy the inbox (a local of
+    // the test), which must not happen while this thread is still inside notify_all().
+    std::lock_guard lock(mu_);
+    items_.push_back(std::move(v));
     cv_.notify_all();
   }
   std::optional<T> pop(std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
