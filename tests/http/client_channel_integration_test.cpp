@@ -1,6 +1,7 @@
 // The Streamable HTTP client against a scripted server on loopback: what an MQTT client of the
 // HTTP egress would receive, and what the upstream server sees (002 §Streamable HTTP).
 #include <algorithm>
+#include <atomic>
 #include <future>
 #include <sstream>
 
@@ -11,6 +12,7 @@
 #include "tests/http/client_fake_server.hpp"
 #include "tests/http/client_harness.hpp"
 #include "tests/support/sockets.hpp"
+#include "tests/support/wait.hpp"
 
 using namespace mcpmqtt;
 using namespace std::chrono_literals;
@@ -407,16 +409,19 @@ TEST_CASE(
 
 TEST_CASE("HTTP client: a kept-alive connection the server closed is retried on a fresh one",
           "[integration][http][client]") {
+  auto cuts = std::make_shared<std::atomic<int>>(0);
   test::fake::Script script;
-  script.request = [](Conn& c, const Request&, const jsonrpc::Message& m) {
+  script.request = [cuts](Conn& c, const Request&, const jsonrpc::Message& m) {
     c.json(test::fake::result_json(m.id(), "{}"));
     c.cut();  // closes after answering, without saying so
+    ++*cuts;
   };
   test::fake::Server srv(test::fake::mcp(script));
   ClientHarness c(test_spec(srv.url()));
   c.send(request(2, "ping"));
   CHECK(c.next().id() == jsonrpc::Id::integer(2));
-  std::this_thread::sleep_for(100ms);  // the server's FIN reaches the idle connection
+  // The next request goes out only once the server has closed the connection it kept alive.
+  REQUIRE(test::eventually([&] { return cuts->load() == 1; }));
   c.send(request(3, "ping"));
   const auto m = c.next();
   CHECK(m.kind() == jsonrpc::Kind::result);
