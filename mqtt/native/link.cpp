@@ -22,12 +22,6 @@ constexpr std::size_t kShrinkAbove = 64 * 1024;
 // A graceful close waits this long for the broker to close its side after our DISCONNECT.
 constexpr auto kFinishWait = std::chrono::seconds(1);
 
-std::string seconds_text(std::chrono::milliseconds d) {
-  const auto ms = d.count();
-  if (ms % 1000 == 0) return std::to_string(ms / 1000) + " s";
-  return std::to_string(ms) + " ms";
-}
-
 bool is_eof(const boost::system::error_code& ec) {
   return ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset ||
          ec == boost::asio::error::broken_pipe;
