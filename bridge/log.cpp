@@ -58,4 +58,10 @@ void configure_format(bool journal) {
   spdlog::apply_all([&](const std::shared_ptr<spdlog::logger>& l) { l->set_pattern(r.pattern); });
 }
 
+std::string duration_text(std::chrono::milliseconds d) {
+  const auto ms = d.count();
+  if (ms % 1000 == 0) return std::to_string(ms / 1000) + " s";
+  return std::to_string(ms) + " ms";
+}
+
 }  // namespace mcpmqtt::log

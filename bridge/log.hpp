@@ -26,6 +26,9 @@ bool set_stderr_level(const std::string& level);
 // Timestamps are left out when stderr goes to the journal, which adds its own.
 void configure_format(bool journal);
 
+// A duration as messages and log lines say it: "2 s" when whole seconds, else "1500 ms".
+std::string duration_text(std::chrono::milliseconds d);
+
 // One line per interval for a warning a peer can repeat at will (a flood of refused messages):
 // the rest are counted and the next line that gets through says how many were held back.
 // Not thread-safe: one per strand.

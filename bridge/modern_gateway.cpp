@@ -52,11 +52,6 @@ std::int64_t to_ms(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
 }
 
-std::string seconds_text(std::chrono::milliseconds ms) {
-  if (ms.count() % 1000 == 0) return std::to_string(ms.count() / 1000) + " s";
-  return std::to_string(ms.count()) + " ms";
-}
-
 // The digest a requestState binds the original request by (mrtr §Server Requirements 5): its
 // params without what changes between rounds (_meta, inputResponses, requestState).
 std::string params_digest(const jsonrpc::Message& m) {
@@ -559,7 +554,7 @@ void ModernGateway::enqueue(CallId id) {
         self->refuse(*c->second,
                      {jsonrpc::code::connection_closed,
                       "Service Unavailable: no MQTT session of the bridge became free within " +
-                          seconds_text(t) + " (" + limits + "); try again later",
+                          log::duration_text(t) + " (" + limits + "); try again later",
                       {}},
                      503);
       });
@@ -664,7 +659,7 @@ void ModernGateway::make_idle(Session& s) {
     if (it == self->sessions_.end() || it->second->state != Session::State::idle) return;
     it->second->idle_timer = 0;
     self->drop_session(serial, {CloseReason::Kind::timeout,
-                                "idle for " + seconds_text(self->options_.idle_timeout) +
+                                "idle for " + log::duration_text(self->options_.idle_timeout) +
                                     " (ingress.modern.idle_timeout_s)"});
   });
   pump_waiting();
@@ -1360,13 +1355,13 @@ void ModernGateway::on_park_timeout(std::uint64_t run_id, std::uint32_t round) {
   if (r == runs_.end() || !r->second->parked || r->second->round != round) return;
   r->second->park_timer = 0;
   logger()->info("{} {} waited {} for the client's input responses; cancelled", options_.log_prefix,
-                 r->second->method, seconds_text(options_.input_timeout));
+                 r->second->method, log::duration_text(options_.input_timeout));
   if (!r->second->session) {
     runs_.erase(r);
     return;
   }
   cancel_run(run_id, "no retry with the input responses within " +
-                         seconds_text(options_.input_timeout) +
+                         log::duration_text(options_.input_timeout) +
                          " (ingress.modern.input_timeout_s)");
 }
 

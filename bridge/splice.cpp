@@ -14,11 +14,6 @@ auto logger() {
   return l;
 }
 
-std::string seconds(std::chrono::milliseconds ms) {
-  if (ms.count() % 1000 == 0) return std::to_string(ms.count() / 1000) + " s";
-  return std::to_string(ms.count()) + " ms";
-}
-
 // The requestId of notifications/cancelled (string or integer), if well formed.
 std::optional<jsonrpc::Id> cancelled_id(const jsonrpc::Message& m) {
   const auto* p = m.params();
@@ -261,7 +256,8 @@ void Splice::on_bridge_timeout(const jsonrpc::Id& id) {
   if (p.done) {
     p.done(jsonrpc::Message::error(id, jsonrpc::code::request_timeout,
                                    "request timed out: no response to " + p.method + " from the " +
-                                       side_name(p.to) + " within " + seconds(p.timeout)));
+                                       side_name(p.to) + " within " +
+                                       log::duration_text(p.timeout)));
   }
 }
 
@@ -275,18 +271,18 @@ void Splice::on_timeout(Side requester, const jsonrpc::Id& id) {
   count(requester, p.method, "timeout");
   const Side responder = other(requester);
   logger()->info("{} {} {} timed out after {}", options_.log_prefix, p.method, id.to_string(),
-                 seconds(p.timeout));
+                 log::duration_text(p.timeout));
   channel(requester).send(jsonrpc::Message::error(
       id, jsonrpc::code::request_timeout,
       "request timed out: no response to " + p.method + " from the " + side_name(responder) +
-          " within " + seconds(p.timeout) + " (" + options_.name + ")"));
+          " within " + log::duration_text(p.timeout) + " (" + options_.name + ")"));
   channel(responder).send(jsonrpc::Message::notification(
-      "notifications/cancelled", R"({"requestId":)" + id.to_json() +
-                                     R"(,"reason":"request timed out after )" + seconds(p.timeout) +
-                                     " in " + options_.name + "\"}"));
+      "notifications/cancelled",
+      R"({"requestId":)" + id.to_json() + R"(,"reason":"request timed out after )" +
+          log::duration_text(p.timeout) + " in " + options_.name + "\"}"));
   if (requester == Side::client && p.method == "initialize") {
     finish({CloseReason::Kind::timeout,
-            "the server did not answer initialize within " + seconds(p.timeout)});
+            "the server did not answer initialize within " + log::duration_text(p.timeout)});
   }
 }
 

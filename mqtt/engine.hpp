@@ -36,13 +36,6 @@
 
 namespace mcpmqtt::mqtt {
 
-// A duration in the engines' messages: "2 s", "1500 ms".
-inline std::string seconds_text(std::chrono::milliseconds d) {
-  const auto ms = d.count();
-  if (ms % 1000 == 0) return std::to_string(ms / 1000) + " s";
-  return std::to_string(ms) + " ms";
-}
-
 struct UserProperty {
   std::string key;
   std::string value;

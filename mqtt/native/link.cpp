@@ -9,6 +9,8 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include "bridge/log.hpp"
+
 namespace mcpmqtt::mqtt::native {
 
 namespace {
@@ -735,7 +737,7 @@ void Link::on_timer() {
       if (now < deadline_) return arm_timer();
       return fail_connect(std::string(state_ == State::opening ? "could not connect"
                                                                : "no CONNACK from the broker") +
-                          " within " + seconds_text(params_.connect_timeout));
+                          " within " + log::duration_text(params_.connect_timeout));
     case State::disconnecting:
       if (now < deadline_) return arm_timer();
       // The acknowledgements did not all come in time: DISCONNECT anyway. Once it is sent,
@@ -748,8 +750,8 @@ void Link::on_timer() {
     case State::connected: {
       if (keep_alive_.count() == 0) return;
       if (now - last_received_ >= keep_alive_ * 3 / 2) {
-        return lose("nothing from the broker for " + seconds_text(keep_alive_ * 3 / 2) +
-                    " (keep-alive " + seconds_text(keep_alive_) + ")");
+        return lose("nothing from the broker for " + log::duration_text(keep_alive_ * 3 / 2) +
+                    " (keep-alive " + log::duration_text(keep_alive_) + ")");
       }
       const bool send_due = now - last_sent_ >= keep_alive_;
       const bool quiet = now - last_received_ >= keep_alive_ && !ping_outstanding_;

@@ -19,6 +19,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <mqtt/async_client.h>
 
+#include "bridge/log.hpp"
 #include "mqtt/engine.hpp"
 #include "mqtt/paho/executor_gate.hpp"
 #include "mqtt/paho/tcp_nodelay.hpp"
@@ -573,7 +574,7 @@ void PahoEngine::connect(const EngineConnect& params, ConnectDone done) {
             "the broker refused the connection: " + ::mqtt::exception::reason_code_str(reason);
       } else if (rc == MQTTASYNC_FAILURE && std::chrono::steady_clock::now() - started >= limit) {
         out.why = "no TCP connection, TLS handshake or CONNACK from the broker within " +
-                  seconds_text(limit);
+                  log::duration_text(limit);
       } else if (rc == MQTTASYNC_FAILURE) {
         out.why =
             "connection refused, broker unreachable, or the connection closed during the "
