@@ -407,18 +407,18 @@ std::string without_envelope(const rapidjson::Value* params) {
   if (!d.IsObject()) return serialize(d);
   // Every occurrence goes: a text may repeat a name (RFC 8259 §4 only says SHOULD be unique),
   // and the envelope read is the first one's; none of the others may pass on as if it were.
-  for (auto m = d.MemberBegin(); m != d.MemberEnd(); ++m) {
-    if (m->name != "_meta" || !m->value.IsObject()) continue;
-    for (const char* k :
-         {key::protocol_version, key::client_capabilities, key::client_info, key::log_level})
-      while (m->value.RemoveMember(k)) {
-      }
-  }
   for (auto m = d.MemberBegin(); m != d.MemberEnd();) {
-    if (m->name == "_meta" && m->value.IsObject() && m->value.MemberCount() == 0)
-      m = d.EraseMember(m);
-    else
-      ++m;
+    if (m->name == "_meta" && m->value.IsObject()) {
+      for (const char* k :
+           {key::protocol_version, key::client_capabilities, key::client_info, key::log_level})
+        while (m->value.RemoveMember(k)) {
+        }
+      if (m->value.MemberCount() == 0) {
+        m = d.EraseMember(m);
+        continue;
+      }
+    }
+    ++m;
   }
   return serialize(d);
 }
