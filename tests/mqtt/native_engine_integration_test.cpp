@@ -443,16 +443,17 @@ TEST_CASE(
   Observer watcher(broker.url());
   watcher.subscribe("$SYS/broker/clients/connected");
   watcher.subscribe("fleet/will/#");
-  // The last count Mosquitto published, for the report when a count is not reached.
+  // Whether `r` is Mosquitto's count of connected clients and says `expected`; the last count
+  // seen goes in the report when one is not reached.
   std::string last_count = "none";
+  auto is_count = [&](const Received& r, const std::string& expected) {
+    if (r.topic != "$SYS/broker/clients/connected") return false;
+    last_count = r.payload;
+    return r.payload == expected;
+  };
   auto connected_count = [&](int expected, std::chrono::milliseconds timeout) {
     return watcher.wait_for(
-        [&](const Received& r) {
-          if (r.topic != "$SYS/broker/clients/connected") return false;
-          last_count = r.payload;
-          return r.payload == std::to_string(expected);
-        },
-        timeout);
+        [&](const Received& r) { return is_count(r, std::to_string(expected)); }, timeout);
   };
 
   IoThreads io(2);
@@ -518,9 +519,7 @@ TEST_CASE(
   const auto gone = watcher.wait_for(
       [&](const Received& r) {
         if (r.topic.rfind("fleet/will/", 0) == 0) ++wills;
-        if (r.topic != "$SYS/broker/clients/connected") return false;
-        last_count = r.payload;
-        return r.payload == "1";
+        return is_count(r, "1");
       },
       30s);
   UNSCOPED_INFO("Mosquitto's last count of connected clients: " << last_count);
