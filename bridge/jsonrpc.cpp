@@ -1005,6 +1005,36 @@ Expected<Body, ParseFailure> parse_body(std::shared_ptr<const std::string> text,
   return parse_body(std::string(*text), limits);
 }
 
+Expected<Body, ParseFailure> parse_lines(std::string_view text, const Limits& limits) {
+  if (text.size() > limits.max_bytes) {
+    return unexpected(failure(code::invalid_request, "body of " + std::to_string(text.size()) +
+                                                         " bytes exceeds the limit of " +
+                                                         std::to_string(limits.max_bytes) +
+                                                         " bytes"));
+  }
+  Body out;
+  std::size_t lines = 0, bodies = 0;
+  while (!text.empty()) {
+    const auto nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    ++lines;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    auto body = parse_body(std::string(line), limits);
+    if (!body) {
+      auto f = std::move(body.error());
+      f.error.message = "line " + std::to_string(lines) + ": " + f.error.message;
+      return unexpected(std::move(f));
+    }
+    ++bodies;
+    for (auto& m : body->messages)
+      out.messages.push_back(std::move(m));
+  }
+  if (bodies < 2)
+    return unexpected(failure(code::parse_error, "not several JSON-RPC messages, one per line"));
+  return out;
+}
+
 Expected<Body, ParseFailure> parse_body(std::string text, const Limits& limits) {
   if (first_token(text) != "[") {
     auto m = Message::parse(std::move(text), limits);

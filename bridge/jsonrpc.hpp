@@ -168,6 +168,13 @@ Expected<Body, ParseFailure> parse_body(std::string text, const Limits& limits =
 Expected<Body, ParseFailure> parse_body(std::shared_ptr<const std::string> text,
                                         const Limits& limits = {});
 
+// Several bodies, one per line (newline-delimited JSON): what some servers answer a POST with
+// under Content-Type application/json (the conformance suite's fixtures stream an elicitation's
+// messages so). Blank lines are skipped; every other line must parse (the first failure is the
+// result, with its line number); fewer than two bodies is a failure, since one is parse_body's.
+// Read only after parse_body failed on the whole text.
+Expected<Body, ParseFailure> parse_lines(std::string_view text, const Limits& limits = {});
+
 // Serializes a batch of messages as a JSON array.
 std::string serialize_batch(const std::vector<Message>& messages);
 

@@ -620,7 +620,8 @@ void ModernGateway::open_session(Pending& p) {
   channel->deliver(jsonrpc::Message::request(
       init_id(), "initialize",
       R"({"protocolVersion":)" + jsonrpc::quote(options_.legacy_version) + R"(,"capabilities":)" +
-          s.caps_json + R"(,"clientInfo":)" + s.client_info_json + "}"));
+          s.caps_json + R"(,"clientInfo":)" + s.client_info_json + R"(,"_meta":{)" +
+          jsonrpc::quote(modern::bridge_key::reads_input_keys) + ":true}}"));
   by_key_[s.key].insert(serial);
   sessions_.emplace(serial, std::move(owned));
   logger()->debug("{} opening MQTT session {} for {}", options_.log_prefix, serial, server_name);

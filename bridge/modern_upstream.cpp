@@ -76,8 +76,32 @@ const char* to_string(ModernUpstream::Era era) {
       return "legacy";
     case ModernUpstream::Era::modern:
       return "modern";
+    case ModernUpstream::Era::both:
+      return "both";
   }
   return "unknown";
+}
+
+std::string ModernUpstream::EraMemory::why() const {
+  std::lock_guard lock(mu_);
+  return why_;
+}
+
+void ModernUpstream::EraMemory::set(Era e, std::string why) {
+  std::function<void(Era, const std::string&)> listener;
+  {
+    std::lock_guard lock(mu_);
+    const bool changed = era_.load(std::memory_order_relaxed) != e || why_ != why;
+    era_.store(e, std::memory_order_relaxed);
+    why_ = why;
+    if (changed) listener = listener_;
+  }
+  if (listener) listener(e, why);
+}
+
+void ModernUpstream::EraMemory::on_change(std::function<void(Era, const std::string&)> fn) {
+  std::lock_guard lock(mu_);
+  listener_ = std::move(fn);
 }
 
 std::shared_ptr<ModernUpstream> ModernUpstream::create(std::shared_ptr<Channel> upstream,
@@ -123,6 +147,7 @@ void ModernUpstream::send(Message m) {
       if (m.is_request() && m.method() == "initialize") return on_initialize(std::move(m));
       return hold(std::move(m));
     case Phase::probing:
+    case Phase::confirming:
     case Phase::initializing:
     case Phase::rediscovering:
       return hold(std::move(m));
@@ -227,10 +252,16 @@ void ModernUpstream::on_initialize(Message m) {
     client_capabilities_json_ = jsonrpc::to_json(*caps);
   if (const auto* info = member(params, "clientInfo"); info && info->IsObject())
     client_info_json_ = jsonrpc::to_json(*info);
+  const auto* reads = member(member(params, "_meta"), modern::bridge_key::reads_input_keys);
+  wants_modern_ = reads && reads->IsBool() && reads->GetBool();
   initialize_ = std::move(m);
-  const Era known = options_.memory ? options_.memory->get() : Era::unknown;
-  if (options_.mode == Mode::modern || known == Era::modern) return start_probe(true);
-  if (known == Era::legacy) return send_initialize_upstream();
+  known_ = options_.memory ? options_.memory->get() : Era::unknown;
+  if (options_.mode == Mode::modern || known_ == Era::modern) return start_probe(true);
+  if (known_ == Era::legacy) return send_initialize_upstream();
+  if (known_ == Era::both) return wants_modern_ ? start_probe(true) : send_initialize_upstream();
+  // Nothing known: a discover that lists 2026-07-28 is followed by an initialize, unless that
+  // would open a 2025 upstream session for a client that wants a modern one.
+  confirm_both_eras_ = options_.probe_channel || !wants_modern_;
   start_probe(!options_.probe_channel);
 }
 
@@ -385,6 +416,10 @@ void ModernUpstream::on_upstream_message(Message m) {
       if (m.is_response() && initialize_ && m.id() == initialize_->id())
         return on_initialize_answer(std::move(m));
       return to_client(std::move(m));
+    case Phase::confirming:
+      if (!probe_ && m.is_response() && initialize_ && m.id() == initialize_->id())
+        return on_confirm_answer(&m, {});
+      [[fallthrough]];
     case Phase::modern:
       break;
     default:
@@ -427,7 +462,7 @@ void ModernUpstream::on_upstream_message(Message m) {
 void ModernUpstream::on_upstream_close(const CloseReason& why) {
   if (phase_ == Phase::closed) return;
   const bool negotiating = phase_ == Phase::probing || phase_ == Phase::rediscovering ||
-                           phase_ == Phase::waiting_initialize;
+                           phase_ == Phase::confirming || phase_ == Phase::waiting_initialize;
   if (negotiating && initialize_) {
     // The client's initialize never reached the server: answer it with what ended the upstream
     // (as the upstream would have, had it carried it).
@@ -454,6 +489,8 @@ void ModernUpstream::on_own_response(const OwnRequest& own, Message m) {
       return;
     case Own::attempt:
       return on_attempt_answer(own.client_id, std::move(m));
+    case Own::tools:
+      return on_tools_page(m);
     case Own::listen: {
       const bool refused = m.kind() == jsonrpc::Kind::error;
       return on_listen_end(m.id(),
@@ -484,22 +521,32 @@ void ModernUpstream::start_probe(bool on_upstream) {
                      if (!self || !self->probe_id_ || !m.is_response() ||
                          m.id() != *self->probe_id_)
                        return;
+                     if (self->phase_ == Phase::confirming) return self->on_confirm_answer(&m, {});
                      self->on_probe_answer(&m, {});
                    },
                    [weak](const CloseReason& why) {
-                     if (auto self = weak.lock())
-                       self->on_probe_answer(
-                           nullptr, "the probe copy of the server ended (" + why.detail + ")");
+                     auto self = weak.lock();
+                     if (!self) return;
+                     const auto what = "the probe copy of the server ended (" + why.detail + ")";
+                     if (self->phase_ == Phase::confirming)
+                       return self->on_confirm_answer(nullptr, what);
+                     self->on_probe_answer(nullptr, what);
                    }});
     probe_->send(Message::request(*probe_id_, "server/discover", params));
   }
   if (phase_ == Phase::closed) return;
-  probe_timer_ = scheduler_.schedule(options_.discover_timeout, [weak] {
+  arm_probe_timer("server/discover", &ModernUpstream::on_probe_answer);
+}
+
+void ModernUpstream::arm_probe_timer(const char* what, AnswerHandler handler) {
+  if (probe_timer_) scheduler_.cancel(probe_timer_);
+  std::weak_ptr<ModernUpstream> weak = weak_from_this();
+  probe_timer_ = scheduler_.schedule(options_.discover_timeout, [weak, what, handler] {
     auto self = weak.lock();
     if (!self) return;
     self->probe_timer_ = 0;
-    self->on_probe_answer(
-        nullptr, "no answer to server/discover within " + ms_text(self->options_.discover_timeout));
+    ((*self).*handler)(nullptr, std::string("no answer to ") + what + " within " +
+                                    ms_text(self->options_.discover_timeout));
   });
 }
 
@@ -526,8 +573,24 @@ void ModernUpstream::on_probe_answer(const Message* answer, const std::string& w
     if (discovered) {
       version_ = modern::common_modern_version(*discovered);
       if (!version_.empty()) {
+        if (confirm_both_eras_ && phase_ == Phase::probing) return start_confirm(*discovered);
+        std::string because = "server/discover lists " + version_;
+        Era as = Era::modern;
+        if (phase_ == Phase::rediscovering) {
+          because = "initialize is refused with -32022 and " + because;
+        } else if (options_.mode == Mode::modern) {
+          because += " (\"protocol\": \"modern\")";
+        } else if (known_ == Era::both) {
+          as = Era::both;
+          because += " and the session's client is the bridge's ingress serving 2026-07-28";
+        } else if (known_ == Era::unknown) {
+          as = Era::unknown;  // whether it speaks 2025 too is left to a 2025 session
+          because += " and the session's client is the bridge's ingress serving 2026-07-28";
+        } else {
+          because += " (remembered: a 2026-only server)";
+        }
         end_probe_channel();
-        return become_modern(*discovered);
+        return become_modern(*discovered, because, as);
       }
       std::string listed;
       for (const auto& v : discovered->supported_versions)
@@ -566,8 +629,70 @@ void ModernUpstream::on_probe_answer(const Message* answer, const std::string& w
     }
     logger()->info("{} {}: speaking 2025 (initialize) to the server", self->options_.log_prefix,
                    why);
-    self->remember(Era::legacy);
+    self->remember(Era::legacy, why + ": it speaks 2025 (initialize)");
     self->send_initialize_upstream();
+  });
+}
+
+void ModernUpstream::start_confirm(const modern::Discovered& discovered) {
+  // A server that lists 2026-07-28 may speak 2025 as well (the v2 SDK's servers do unless told
+  // `legacy: 'reject'`); its discover result cannot say so (it lists modern revisions only), so
+  // the client's initialize is tried. On the probe copy when there is one: the session's own
+  // child then gets either a plain initialize or 2026 requests, never a refused initialize.
+  discovered_ = discovered;
+  phase_ = Phase::confirming;
+  if (probe_timer_) scheduler_.cancel(probe_timer_);
+  probe_timer_ = 0;
+  if (probe_) {
+    probe_id_ = Id::string("mcpmqtt-egress-confirm");
+    probe_->send(initialize_->with_id(*probe_id_));
+    if (phase_ != Phase::confirming) return;
+    arm_probe_timer("initialize", &ModernUpstream::on_confirm_answer);
+    return;
+  }
+  // HTTP: the initialize itself; answered, it has opened the upstream session the client keeps.
+  // (The splice times it out like any initialize.)
+  probe_id_.reset();
+  to_upstream(*initialize_);
+}
+
+void ModernUpstream::on_confirm_answer(const Message* answer, const std::string& why_not) {
+  if (phase_ != Phase::confirming) return;
+  const bool on_probe = probe_ != nullptr;
+  if (answer && answer->kind() == jsonrpc::Kind::result) {
+    const std::string why =
+        "server/discover lists " + version_ +
+        " and initialize is answered too: the server speaks both eras; 2025 to MQTT clients that "
+        "initialize (004 §Initialization: nothing is lost), " +
+        version_ + " to the bridge's ingress serving 2026-07-28 clients";
+    remember(Era::both, why);
+    if (wants_modern_) {
+      // stdio only (the copy answered): the session's own child gets 2026 requests.
+      end_probe_channel();
+      return become_modern(discovered_, why, Era::both);
+    }
+    logger()->info("{} speaking 2025 (initialize) to a server of both eras", options_.log_prefix);
+    if (on_probe) {
+      end_probe_channel();
+      return send_initialize_upstream();
+    }
+    become_legacy();
+    return to_client(*answer);
+  }
+  const std::string why = answer ? "initialize is answered " + describe_error(*answer) : why_not;
+  if (on_probe) end_probe_channel();
+  // Decided a moment later, as for the probe: an upstream that cannot be reached answers what
+  // is in flight and then closes, and the client's initialize gets that reason instead.
+  std::weak_ptr<ModernUpstream> weak = weak_from_this();
+  if (probe_timer_) scheduler_.cancel(probe_timer_);
+  probe_timer_ = scheduler_.schedule(std::chrono::milliseconds(0), [weak, why] {
+    auto self = weak.lock();
+    if (!self || self->phase_ != Phase::confirming) return;
+    self->probe_timer_ = 0;
+    self->become_modern(
+        self->discovered_,
+        "server/discover lists " + self->version_ + " and " + why + ": a 2026-only server",
+        Era::modern);
   });
 }
 
@@ -585,7 +710,9 @@ void ModernUpstream::on_initialize_answer(Message m) {
     refused_initialize_ = std::move(m);
     return start_probe(true);
   }
-  remember(Era::legacy);
+  // (A server known to speak both eras stays known so: this session chose 2025.)
+  if (!options_.memory || options_.memory->get() != Era::both)
+    remember(Era::legacy, "initialize is answered: it speaks 2025");
   become_legacy();
   to_client(std::move(m));
 }
@@ -596,23 +723,24 @@ void ModernUpstream::become_legacy() {
   release_held();
 }
 
-void ModernUpstream::remember(Era era) {
+void ModernUpstream::remember(Era era, const std::string& why) {
   if (!options_.memory || options_.memory->get() == era) return;
-  options_.memory->set(era);
-  logger()->info("{} the server's protocol era is {} (remembered for its next sessions)",
-                 options_.log_prefix, to_string(era));
+  options_.memory->set(era, why);
+  logger()->info("{} the server's protocol era is {} (remembered for its next sessions): {}",
+                 options_.log_prefix, to_string(era), why);
 }
 
-void ModernUpstream::become_modern(const modern::Discovered& discovered) {
+void ModernUpstream::become_modern(modern::Discovered discovered, const std::string& why,
+                                   Era remember_as) {
   refused_initialize_.reset();
-  discovered_ = discovered;
+  discovered_ = std::move(discovered);
   logging_ = modern::has_capability(discovered_.capabilities_json, "logging");
   subscribe_ = modern::has_capability(discovered_.capabilities_json, "resources.subscribe");
   phase_ = Phase::modern;
   era_ = Era::modern;
-  remember(Era::modern);
-  logger()->info("{} the server speaks {}: the session is translated", options_.log_prefix,
-                 version_);
+  if (remember_as != Era::unknown) remember(remember_as, why);
+  logger()->info("{} the server speaks {}: the session is translated ({})", options_.log_prefix,
+                 version_, why);
   // 004 §Initialization: the answer to the client's initialize, from what discover said.
   answer(initialize_->id(),
          modern::legacy_initialize_result(discovered_, requested_version_, fallback_server_info()));
@@ -639,8 +767,51 @@ void ModernUpstream::start_call(Message m) {
         id, invalid_request,
         "request id " + id.to_string() + " is already in use by a request in flight");
   }
+  const bool needs_tools =
+      m.method() == "tools/call" && options_.tool_headers && !options_.tool_headers->listed();
   auto it = calls_.emplace(id, Call(std::move(m))).first;
+  if (needs_tools) {
+    // SEP-2243: a tools/call carries the Mcp-Param-{Name} headers its tool's annotations name;
+    // nobody listed the tools yet, so the adapter does first.
+    tool_waiters_.push_back(id);
+    if (tool_pages_ == 0) list_tools({});
+    return;
+  }
   send_attempt(it->second, id);
+}
+
+void ModernUpstream::list_tools(const std::string& cursor) {
+  ++tool_pages_;
+  const std::string params = modern::with_envelope(
+      cursor.empty() ? std::string() : R"({"cursor":)" + jsonrpc::quote(cursor) + "}",
+      envelope(false));
+  to_upstream(Message::request(next_upstream_id(Own::tools), "tools/list", params));
+}
+
+void ModernUpstream::on_tools_page(const Message& m) {
+  const auto* result = m.kind() == jsonrpc::Kind::result ? m.result_value() : nullptr;
+  const auto next = result ? string_member(result, "nextCursor") : std::nullopt;
+  const bool more = next && !next->empty() && tool_pages_ < options_.max_tool_pages;
+  if (result) options_.tool_headers->learn(*result, !more);
+  if (!result) {
+    logger()->warn(
+        "{} tools/list of the bridge's own (for the Mcp-Param headers of tools/call) "
+        "answered {}; calls go without them",
+        options_.log_prefix, describe_error(m));
+  }
+  if (more) return list_tools(*next);
+  release_tool_waiters();
+}
+
+void ModernUpstream::release_tool_waiters() {
+  tool_pages_ = 0;
+  auto waiters = std::move(tool_waiters_);
+  tool_waiters_.clear();
+  for (const auto& id : waiters) {
+    if (phase_ == Phase::closed) return;
+    // Cancelled meanwhile: no longer a call.
+    if (auto it = calls_.find(id); it != calls_.end()) send_attempt(it->second, id);
+  }
 }
 
 void ModernUpstream::send_attempt(Call& call, const Id& client_id) {
@@ -662,8 +833,18 @@ void ModernUpstream::on_attempt_answer(const Id& client_id, Message m) {
       m.kind() == jsonrpc::Kind::result && m.text().find("input_required") != std::string_view::npos
           ? m.result_value()
           : nullptr;
-  if (!result || !modern::is_input_required(*result))
+  if (!result || !modern::is_input_required(*result)) {
+    if (options_.tool_headers && call.request.method() == "tools/list" &&
+        m.kind() == jsonrpc::Kind::result) {
+      // A whole listing when the client asked for the first page and there is no next one.
+      if (const auto* r = m.result_value()) {
+        const bool first = !string_member(call.request.params(), "cursor").has_value();
+        const auto next = string_member(r, "nextCursor");
+        options_.tool_headers->learn(*r, first && (!next || next->empty()));
+      }
+    }
     return finish_call(client_id, m.with_id(client_id));
+  }
   const std::string& method = call.request.method();
   if (!modern::allows_input_required(method)) {
     return fail_call(client_id, internal_error,
@@ -852,6 +1033,8 @@ void ModernUpstream::on_listen_notification(Message m) {
   // Only the active listen speaks: around a switch the old and the new one may both carry an
   // event, and the client gets it once.
   if (!active_listen_ || l->seq != *active_listen_) return;
+  if (m.method() == "notifications/tools/list_changed" && options_.tool_headers)
+    options_.tool_headers->forget();  // the annotations may have changed with the tools
   auto params = modern::without_subscription_id(m.params());
   if (params == "{}") params.clear();
   to_client(Message::notification(m.method(), params));

@@ -9,8 +9,18 @@
 //   clientInfo), on `Options::probe_channel` when given (stdio: a short-lived copy of the child,
 //   so a 2025-only server that chokes on a request before initialize does not take the session's
 //   own child with it) or else on the upstream itself (HTTP: a sessionless POST);
-// - a DiscoverResult listing 2026-07-28 → modern; an error, a malformed result, no common version,
-//   a probe channel that closes, or no answer within `discover_timeout` → initialize (legacy);
+// - a DiscoverResult listing 2026-07-28 → the client's initialize is tried too (on the probe copy
+//   when there is one, else on the upstream): answered → the server speaks both eras (`both`);
+//   refused, or no answer within `discover_timeout` → modern (a 2026-only server);
+// - with a server of both eras, each session gets the one that loses nothing for its MQTT
+//   client: 2025 (legacy) for a client that initialized as 2025 clients do, since the 2026
+//   mapping would lose server→client requests inside a call, logging/setLevel and
+//   resources/subscribe; 2026-07-28 for the bridge's own ingress serving 2026 clients (its
+//   initialize carries modern::bridge_key::reads_input_keys), which keeps the server's input
+//   keys. (On HTTP such a session is not used to try initialize: it goes modern at once and
+//   leaves the verdict to a 2025 session.)
+// - an error, a malformed result, no common version, a probe channel that closes, or no answer
+//   within `discover_timeout` → initialize (legacy);
 // - a legacy initialize answered -32022 with 2026-07-28 in data.supported → discover on the
 //   upstream, then modern (a 2026-only server the probe could not reach in time);
 // - the verdict is kept in the exposed server's EraMemory: later sessions skip the probe (legacy:
@@ -56,6 +66,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -70,17 +81,25 @@ namespace mcpmqtt::bridge {
 
 class ModernUpstream : public Channel, public std::enable_shared_from_this<ModernUpstream> {
  public:
-  enum class Era { unknown, legacy, modern };
+  // What a session speaks to the server (legacy or modern), and what a server speaks (the
+  // EraMemory: legacy, modern or both).
+  enum class Era { unknown, legacy, modern, both };
 
-  // What the sessions of one exposed server learnt about its era. Thread-safe.
+  // What the sessions of one exposed server learnt about its era, and why. Thread-safe.
   class EraMemory {
    public:
     Era get() const { return era_.load(std::memory_order_relaxed); }
-    void set(Era e) { era_.store(e, std::memory_order_relaxed); }
+    std::string why() const;
+    void set(Era e, std::string why = {});
     void forget() { set(Era::unknown); }
+    // Called on the thread that set a new era (not under any lock of this class).
+    void on_change(std::function<void(Era, const std::string& why)> fn);
 
    private:
     std::atomic<Era> era_{Era::unknown};
+    mutable std::mutex mu_;
+    std::string why_;
+    std::function<void(Era, const std::string&)> listener_;
   };
 
   enum class Mode {
@@ -104,6 +123,11 @@ class ModernUpstream : public Channel, public std::enable_shared_from_this<Moder
     std::string log_prefix;
     // Where the first server/discover goes when the era is not known yet; null: the upstream.
     std::function<std::shared_ptr<Channel>()> probe_channel;
+    // The server's x-mcp-header annotations (SEP-2243), shared with the HTTP client that sends
+    // the Mcp-Param-{Name} headers: learnt from tools/list results; a tools/call before any
+    // listing waits for one the adapter makes (at most `max_tool_pages` pages). Null: none.
+    std::shared_ptr<modern::ToolHeaders> tool_headers;
+    std::size_t max_tool_pages = 16;
   };
 
   static std::shared_ptr<ModernUpstream> create(std::shared_ptr<Channel> upstream,
@@ -125,13 +149,14 @@ class ModernUpstream : public Channel, public std::enable_shared_from_this<Moder
   enum class Phase {
     waiting_initialize,  // nothing from the client yet
     probing,             // server/discover in flight (before any initialize went upstream)
+    confirming,          // discover listed 2026-07-28; does initialize work too (both eras)?
     initializing,        // the client's initialize is upstream (legacy, may still switch)
     rediscovering,       // -32022 on initialize: server/discover on the upstream
     legacy,
     modern,
     closed,
   };
-  enum class Own { probe, discover, attempt, listen };
+  enum class Own { probe, discover, attempt, listen, tools };
   struct OwnRequest {
     Own kind = Own::attempt;
     jsonrpc::Id client_id;  // attempt: the client's request
@@ -183,16 +208,26 @@ class ModernUpstream : public Channel, public std::enable_shared_from_this<Moder
   // Negotiation.
   void start_probe(bool on_upstream);
   void on_probe_answer(const jsonrpc::Message* answer, const std::string& why_not);
+  // The bound on the probe's answers (discover_timeout): `handler` gets "no answer to <what>".
+  using AnswerHandler = void (ModernUpstream::*)(const jsonrpc::Message*, const std::string&);
+  void arm_probe_timer(const char* what, AnswerHandler handler);
+  void start_confirm(const modern::Discovered& discovered);
+  void on_confirm_answer(const jsonrpc::Message* answer, const std::string& why_not);
   void end_probe_channel();
   void send_initialize_upstream();
   void on_initialize_answer(jsonrpc::Message m);
-  void become_modern(const modern::Discovered& discovered);
+  // `remember_as`: what the server is known to speak now (unknown: nothing new is known).
+  void become_modern(modern::Discovered discovered, const std::string& why, Era remember_as);
   void become_legacy();
-  void remember(Era era);
+  void remember(Era era, const std::string& why);
   void fail_initialize(const std::string& message);
 
   // Modern requests.
   void start_call(jsonrpc::Message m);
+  // tools/list of the adapter's own, page by page, before the calls waiting in tool_waiters_.
+  void list_tools(const std::string& cursor);
+  void on_tools_page(const jsonrpc::Message& m);
+  void release_tool_waiters();
   void send_attempt(Call& call, const jsonrpc::Id& client_id);
   void on_attempt_answer(const jsonrpc::Id& client_id, jsonrpc::Message m);
   void start_round(Call& call, const jsonrpc::Id& client_id, modern::InputRequired input);
@@ -245,6 +280,9 @@ class ModernUpstream : public Channel, public std::enable_shared_from_this<Moder
   std::optional<jsonrpc::Message> refused_initialize_;  // the -32022 that made us rediscover
   Scheduler::TimerId probe_timer_ = 0;
   std::optional<jsonrpc::Id> probe_id_;
+  bool confirm_both_eras_ = false;  // "auto" with nothing known: a modern verdict is confirmed
+  bool wants_modern_ = false;       // the MQTT client reads input keys (the bridge's ingress)
+  Era known_ = Era::unknown;        // the memory at the session's initialize
 
   // Modern state.
   modern::Discovered discovered_;
@@ -257,6 +295,9 @@ class ModernUpstream : public Channel, public std::enable_shared_from_this<Moder
   std::unordered_map<jsonrpc::Id, Call, jsonrpc::IdHash> calls_;          // by client id
   std::unordered_map<jsonrpc::Id, jsonrpc::Id, jsonrpc::IdHash> inputs_;  // input id → client id
   std::uint64_t next_input_ = 1;
+
+  std::vector<jsonrpc::Id> tool_waiters_;  // client ids of calls waiting for the tool list
+  std::size_t tool_pages_ = 0;             // pages of the adapter's listing so far; 0: none
 
   std::set<std::string> uris_;
   std::vector<Listen> listens_;  // at most two: the active one and the newest

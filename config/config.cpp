@@ -118,6 +118,27 @@ class ObjectReader {
     return true;
   }
 
+  // A duration in milliseconds under `<base>_ms`, or in whole seconds under the older
+  // `<base>_s` (kept working); both at once is a problem. True when one was given.
+  bool millis(const std::string& base, int& out_ms, long long min_ms, long long max_ms) {
+    const std::string ms_key = base + "_ms", s_key = base + "_s";
+    const bool has_ms = obj_.HasMember(ms_key.c_str()), has_s = obj_.HasMember(s_key.c_str());
+    if (has_ms && has_s) {
+      get(ms_key.c_str());
+      get(s_key.c_str());
+      problem(ms_key,
+              "is also given as " + s_key + "; keep one (" + ms_key + " takes milliseconds)");
+      return false;
+    }
+    if (has_s) {
+      long long s = 0;
+      if (!integer(s_key.c_str(), s, (min_ms + 999) / 1000, max_ms / 1000)) return false;
+      out_ms = static_cast<int>(s * 1000);
+      return true;
+    }
+    return integer(ms_key.c_str(), out_ms, min_ms, max_ms);
+  }
+
   // A duration written in seconds (fractions allowed), stored in milliseconds.
   bool seconds_as_ms(const Value& v, const std::string& key, int& out_ms, double max_s) {
     if (!v.IsNumber()) {
@@ -310,7 +331,7 @@ void read_http(ObjectReader& r, HttpConfig& h, std::vector<Problem>& problems) {
     lr.integer("max_sessions", L.max_sessions, 1, 1000000);
     lr.integer("max_connections", L.max_connections, 1, 1000000);
     lr.integer("session_idle_timeout_s", L.session_idle_timeout_s, 1, 7 * 24 * 3600);
-    lr.integer("idle_floor_s", L.idle_floor_s, 0, 7 * 24 * 3600);
+    lr.millis("idle_floor", L.idle_floor_ms, 0, 7LL * 24 * 3600 * 1000);
     lr.integer("request_header_timeout_s", L.request_header_timeout_s, 1, 3600);
     lr.integer("stream_queue_messages", L.stream_queue_messages, 1, 1000000);
     lr.integer("session_backlog_messages", L.session_backlog_messages, 0, 1000000);
@@ -394,12 +415,20 @@ void read_timeouts(const Value& v, const std::string& path, Timeouts& t,
   }
 }
 
+}  // namespace
+
+std::size_t default_max_sessions(const ServerEntry& entry, const EgressConfig& egress) {
+  return entry.is_stdio() ? egress.max_sessions_per_stdio_server
+                          : egress.max_sessions_per_http_server;
+}
+
+namespace {
+
 void read_server(const std::string& name, const Value& v, const std::string& path,
                  const Config& cfg, ServerEntry& s, std::vector<Problem>& problems,
                  GetEnv getenv_fn) {
   ObjectReader r(v, path, problems);
   s.name = name;
-  s.max_sessions = cfg.egress.max_sessions_per_server;
   r.string("description", s.description);
   std::string type;
   r.string("type", type);
@@ -421,6 +450,7 @@ void read_server(const std::string& name, const Value& v, const std::string& pat
   }
   r.boolean("tls_verify", s.tls_verify);
   r.integer("max_sessions", s.max_sessions, 1, 100000);
+  const bool memory_set = r.integer("max_memory_mb", s.max_memory_mb, 0, 1 << 24);
   std::string protocol;
   if (r.string("protocol", protocol)) {
     if (protocol == "auto")
@@ -480,6 +510,10 @@ void read_server(const std::string& name, const Value& v, const std::string& pat
   } else {
     if (!s.headers.empty()) r.problem("headers", "only applies to \"url\" servers");
   }
+  if (has_url && memory_set && s.max_memory_mb)
+    r.problem("max_memory_mb", "only applies to \"command\" servers (the children's memory)");
+  if (!memory_set && has_cmd) s.max_memory_mb = cfg.egress.max_memory_per_stdio_server_mb;
+  if (!s.max_sessions) s.max_sessions = default_max_sessions(s, cfg.egress);
   if (disabled) s.name.clear();  // marks the entry to be skipped
 }
 
@@ -747,8 +781,15 @@ LoadResult parse(const std::string& text, const std::string& origin, GetEnv gete
   }
   if (const Value* v = top.object("egress")) {
     ObjectReader r(*v, "egress", problems);
-    r.integer("max_sessions_per_server", cfg.egress.max_sessions_per_server, 1, 100000);
-    r.integer("idle_floor_s", cfg.egress.idle_floor_s, 0, 7 * 24 * 3600);
+    auto& E = cfg.egress;
+    // The older key sets both kinds' default; a kind's own key wins over it.
+    std::size_t both = 0;
+    if (r.integer("max_sessions_per_server", both, 1, 100000))
+      E.max_sessions_per_stdio_server = E.max_sessions_per_http_server = both;
+    r.integer("max_sessions_per_stdio_server", E.max_sessions_per_stdio_server, 1, 100000);
+    r.integer("max_sessions_per_http_server", E.max_sessions_per_http_server, 1, 100000);
+    r.integer("max_memory_per_stdio_server_mb", E.max_memory_per_stdio_server_mb, 0, 1 << 24);
+    r.millis("idle_floor", E.idle_floor_ms, 0, 7LL * 24 * 3600 * 1000);
     r.integer("terminate_after_ms", cfg.egress.terminate_after_ms, 0, 600000);
     r.integer("kill_after_ms", cfg.egress.kill_after_ms, 0, 600000);
     r.integer("discover_timeout_ms", cfg.egress.discover_timeout_ms, 100, 600000);

@@ -66,9 +66,10 @@ struct HttpLimits {
   std::size_t max_sessions = 1024;
   std::size_t max_connections = 4096;
   int session_idle_timeout_s = 600;
-  // At max_sessions, the session idle the longest (no request and no open stream for longer
-  // than this) is closed to make room for a new one before anyone is refused.
-  int idle_floor_s = 5;
+  // At max_sessions, the least recently active session with no request in flight and no open
+  // stream is closed to make room for a new one before anyone is refused; a session active
+  // within this floor is spared (0: however recently it was used).
+  int idle_floor_ms = 0;
   int request_header_timeout_s = 30;
   std::size_t stream_queue_messages = 1024;    // per SSE stream: past this the stream is closed
   std::size_t session_backlog_messages = 256;  // server messages held while no stream is open
@@ -172,7 +173,10 @@ struct ServerEntry {
   std::string url;
   std::map<std::string, std::string> headers;  // ${VAR} already expanded; values never logged
   bool tls_verify = true;
-  std::size_t max_sessions = 32;
+  // Sessions served at once; 0 until resolved from the egress default of the entry's kind.
+  std::size_t max_sessions = 0;
+  // stdio: the resident memory (RSS) of all its children together, in MiB; 0 for no bound.
+  std::size_t max_memory_mb = 0;
   ServerProtocol protocol = ServerProtocol::automatic;
 
   bool is_stdio() const { return !command.empty(); }
@@ -182,10 +186,17 @@ struct ServerEntry {
 };
 
 struct EgressConfig {
-  std::size_t max_sessions_per_server = 32;
-  // A server at max_sessions closes its longest-idle session (quiet for longer than this, with
-  // no request unanswered) to make room for a new client before it refuses anyone.
-  int idle_floor_s = 5;
+  // Default max_sessions of each published server, by what a session costs: a stdio session is a
+  // process, an HTTP one a few KiB here and an Mcp-Session-Id (and a GET stream) upstream.
+  std::size_t max_sessions_per_stdio_server = 32;
+  std::size_t max_sessions_per_http_server = 256;
+  // Default max_memory_mb of each stdio server: the RSS of its children together, in MiB
+  // (0: no bound). Past it a new session first makes room as at max_sessions.
+  std::size_t max_memory_per_stdio_server_mb = 4096;
+  // A server at its limit closes the least recently active session with no request in flight
+  // and no resource subscription to make room before it refuses anyone; a session active within
+  // this floor is spared (0: however recently it was used).
+  int idle_floor_ms = 0;
   int terminate_after_ms = 2000;  // stdin closed → SIGTERM after this long
   int kill_after_ms = 3000;       // SIGTERM → SIGKILL after this long
   // Servers whose era is not known yet: how long server/discover may take before the session
@@ -256,6 +267,9 @@ struct Config {
   // One line for humans: what this configuration will do.
   std::string summary() const;
 };
+
+// An entry's max_sessions when it sets none: the egress default of its kind (stdio or HTTP).
+std::size_t default_max_sessions(const ServerEntry& entry, const EgressConfig& egress);
 
 // Values from the command line; each set one replaces the file's value.
 struct Overrides {

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <thread>
+#include <utility>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
@@ -100,23 +101,30 @@ bool Daemon::ready() const {
 }
 
 std::string Daemon::not_ready_reason() const {
-  if (cfg_.http.enabled && !http_bound_) return "the HTTP listener is not bound yet";
-  std::lock_guard lock(broker_problem_mu_);
-  if (!directory_up_)
-    return broker_problem_.empty() ? "connecting to the MQTT broker " + cfg_.mqtt.url
-                                   : broker_problem_;
-  return {};
+  std::lock_guard lock(ready_mu_);
+  return not_ready_;
 }
 
-bool Daemon::compute_ready() const {
-  // Listener bound (when there is one) and the broker connected.
-  bool broker = directory_up_;
-  if (!observer_) {
-    broker = !servers_.empty();
-    for (const auto& s : servers_)
-      broker = broker && s->online();
+std::string Daemon::compute_not_ready() const {
+  std::vector<std::string> parts;
+  if (cfg_.http.enabled && !http_bound_) parts.push_back("the HTTP listener is not bound yet");
+  if (observer_ && !directory_up_) {
+    std::lock_guard lock(broker_problem_mu_);
+    parts.push_back("ingress: " + (broker_problem_.empty()
+                                       ? "connecting to the MQTT broker " + cfg_.mqtt.url
+                                       : broker_problem_));
   }
-  return (!cfg_.http.enabled || http_bound_) && broker;
+  for (const auto& s : servers_) {
+    if (!s->online()) parts.push_back("server " + s->server_name() + ": " + s->offline_reason());
+  }
+  for (const auto& [name, why] : unpublished_)
+    parts.push_back("server " + name + ": cannot be published: " + why);
+  if (!observer_ && servers_.empty() && unpublished_.empty())
+    parts.push_back("nothing to serve: no HTTP ingress and no server in mcpServers");
+  std::string out;
+  for (const auto& p : parts)
+    out += (out.empty() ? "" : "; ") + p;
+  return out;
 }
 
 int Daemon::run() {
@@ -231,6 +239,7 @@ bool Daemon::start() {
 }
 
 void Daemon::start_server(const config::ServerEntry& entry) {
+  unpublished_.erase(entry.name);
   ExposedServer::Options o;
   o.mqtt = cfg_.mqtt;
   o.entry = entry;
@@ -241,10 +250,12 @@ void Daemon::start_server(const config::ServerEntry& entry) {
   UpstreamFactory upstream;
   if (entry.is_stdio()) {
     upstream = child_upstream(entry, cfg_.egress, children_);
+    o.over_budget = directions::memory_budget(entry, children_);
   } else {
-    auto made = http_upstream(entry, cfg_.timeouts);
+    auto made = http_upstream(entry, cfg_.timeouts, o.tool_headers);
     if (!made) {
       logger()->error("[server {}] cannot be published: {}", entry.name, made.error());
+      unpublished_[entry.name] = made.error();
       return;
     }
     upstream = std::move(*made);
@@ -326,6 +337,7 @@ void Daemon::reload() {
     const auto* old = cfg_.find_server(server->server_name());
     if (!entry) {
       server_gauges_.erase(server->server_name());
+      unpublished_.erase(server->server_name());
       changes.push_back("removed " + server->server_name());
       retire_server(server, "removed from mcpServers");
     } else if (!old || !(*entry == *old)) {
@@ -360,16 +372,29 @@ void Daemon::reload() {
 // READY=1 the first time, STATUS= when it changes.
 void Daemon::watch_readiness() {
   if (stopping_) return;
-  const bool now = compute_ready();
+  const std::string why = compute_not_ready();
+  const bool now = why.empty();
+  std::string before;
+  {
+    std::lock_guard lock(ready_mu_);
+    before = std::exchange(not_ready_, why);
+  }
   ready_flag_ = now;
   if (now && !announced_ready_) {
     announced_ready_ = true;
     logger()->info("ready: {}", cfg_.http.enabled ? "HTTP listener bound, broker connected"
                                                   : "broker connected");
     notifier_->ready("ready");
-  } else if (announced_ready_ && now != last_ready_) {
-    logger()->info("readiness: {}", now ? "ready again" : "not ready (broker connection lost)");
-    notifier_->status(now ? "ready" : "not ready: broker connection lost, reconnecting");
+  } else if (now != last_ready_ || (!now && why != before)) {
+    // systemd's status line says what /readyz says. The log says it when readiness is lost;
+    // while not ready, each connection logs its own attempts (once per backoff step).
+    if (now) {
+      logger()->info("readiness: ready again");
+      notifier_->status("ready");
+    } else {
+      if (last_ready_) logger()->warn("readiness: not ready: {}", why);
+      notifier_->status("not ready: " + why);
+    }
   }
   last_ready_ = now;
   readiness_timer_.expires_after(std::chrono::milliseconds(100));

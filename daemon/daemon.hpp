@@ -66,8 +66,11 @@ class Daemon {
  private:
   class HttpBackend;
   bool start();
-  bool ready() const;                    // any thread: the last readiness seen on the strand
-  bool compute_ready() const;            // on the strand
+  bool ready() const;  // any thread: the last readiness seen on the strand
+  // On the strand: what keeps the daemon from being ready, one clause per connection the
+  // configuration asks for that is not up (the HTTP listener, the ingress's broker connection,
+  // each published server's); empty when ready.
+  std::string compute_not_ready() const;
   std::string not_ready_reason() const;  // any thread: for /readyz
   void on_signal(int signo);
   void reload();
@@ -102,6 +105,10 @@ class Daemon {
   std::atomic<bool> ready_flag_{false};
   bool announced_ready_ = false;
   bool last_ready_ = false;
+  mutable std::mutex ready_mu_;
+  std::string not_ready_;  // compute_not_ready() as last seen; under ready_mu_
+  // Entries of mcpServers that could not be published at all, with why; on the strand.
+  std::map<std::string, std::string> unpublished_;
   std::map<std::string, std::shared_ptr<metrics::Registry::CallbackHandle>> server_gauges_;
   std::vector<std::shared_ptr<metrics::Registry::CallbackHandle>> gauges_;
   std::shared_ptr<directions::Ingress> ingress_;

@@ -33,7 +33,8 @@ void make_expose(const CommandLine& cl, config::Config& cfg) {
   entry.description = cl.description;
   entry.command = cl.child_argv.front();
   entry.args.assign(cl.child_argv.begin() + 1, cl.child_argv.end());
-  entry.max_sessions = cfg.egress.max_sessions_per_server;
+  entry.max_sessions = config::default_max_sessions(entry, cfg.egress);
+  entry.max_memory_mb = cfg.egress.max_memory_per_stdio_server_mb;
   entry.protocol = cl.protocol;
   cfg.servers = {entry};
   cfg.http.enabled = false;

@@ -4,8 +4,10 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
+#include <rapidjson/document.h>
 
 #include "bridge/log.hpp"
+#include "bridge/protocol/modern.hpp"
 #include "directions/options.hpp"
 #include "http/client_channel.hpp"
 #include "mqtt/client_session.hpp"
@@ -44,6 +46,39 @@ class RefusedUpstream : public bridge::Channel {
 
 }  // namespace
 
+std::string presence_meta(const config::ServerEntry& entry, bridge::ModernUpstream::Era era,
+                          const std::string& why) {
+  rapidjson::Document meta;
+  meta.Parse(entry.meta_json.empty() ? "{}" : entry.meta_json.c_str());
+  if (meta.HasParseError() || !meta.IsObject()) meta.SetObject();
+  auto& a = meta.GetAllocator();
+  const char* protocol = entry.protocol == config::ServerProtocol::legacy   ? "legacy"
+                         : entry.protocol == config::ServerProtocol::modern ? "modern"
+                                                                            : "auto";
+  std::string era_text = "unknown", reason = why;
+  if (entry.protocol == config::ServerProtocol::legacy) {
+    era_text = "2025";
+    reason = "\"protocol\": \"legacy\" in its mcpServers entry";
+  } else if (era == bridge::ModernUpstream::Era::legacy) {
+    era_text = "2025";
+  } else if (era == bridge::ModernUpstream::Era::modern) {
+    era_text = modern::kVersion;
+  } else if (era == bridge::ModernUpstream::Era::both) {
+    era_text = "both";
+  } else {
+    reason = "learnt from the first session";
+  }
+  auto str = [&a](const std::string& v) { return rapidjson::Value(v.c_str(), v.size(), a); };
+  rapidjson::Value upstream(rapidjson::kObjectType);
+  upstream.AddMember("transport", str(entry.is_stdio() ? "stdio" : "streamable-http"), a);
+  upstream.AddMember("protocol", str(protocol), a);
+  upstream.AddMember("era", str(era_text), a);
+  upstream.AddMember("why", str(reason), a);
+  meta.RemoveMember(kUpstreamMetaKey);
+  meta.AddMember(rapidjson::StringRef(kUpstreamMetaKey), upstream, a);
+  return jsonrpc::to_json(meta);
+}
+
 std::string connect_meta(const std::string& description) {
   return R"({"implementation":"mcp-mqtt-bridge","version":")" MCPMQTT_VERSION
          R"(","description":)" +
@@ -76,10 +111,28 @@ UpstreamFactory child_upstream(const config::ServerEntry& entry, const config::E
   };
 }
 
-Expected<UpstreamFactory, std::string> http_upstream(const config::ServerEntry& entry,
-                                                     const config::Timeouts& timeouts) {
+std::function<std::string()> memory_budget(const config::ServerEntry& entry,
+                                           std::shared_ptr<stdio::ChildRegistry> children) {
+  if (!entry.is_stdio() || entry.max_memory_mb == 0 || !children) return nullptr;
+  const std::uint64_t limit = static_cast<std::uint64_t>(entry.max_memory_mb) << 20;
+  return [name = entry.name, mb = entry.max_memory_mb, limit, children]() -> std::string {
+    const auto u = children->usage(name);
+    if (u.children == 0) return {};
+    // A new child is expected to grow to the size of those already running.
+    const std::uint64_t projected = u.resident_bytes + u.resident_bytes / u.children;
+    if (projected <= limit) return {};
+    return "holds " + std::to_string(u.resident_bytes >> 20) + " MiB in its " +
+           std::to_string(u.children) + " children, and one more would pass its max_memory_mb (" +
+           std::to_string(mb) + " MiB)";
+  };
+}
+
+Expected<UpstreamFactory, std::string> http_upstream(
+    const config::ServerEntry& entry, const config::Timeouts& timeouts,
+    std::shared_ptr<const modern::ToolHeaders> tool_headers) {
   auto spec = upstream_spec(entry);
   if (!spec) return unexpected(spec.error());
+  spec->tool_headers = std::move(tool_headers);
   // The splice's per-method timeouts answer first; the HTTP client's own bounds only stop a
   // response that outlives every one of them.
   int longest = timeouts.default_ms;
@@ -117,10 +170,11 @@ void ExposedServer::start() {
   o.server_id = options_.server_id;
   o.server_name = options_.entry.name;
   o.description = options_.entry.description;
-  o.meta_json = options_.entry.meta_json.empty() ? "{}" : options_.entry.meta_json;
+  o.meta_json = presence_meta(options_.entry, era_memory_->get(), era_memory_->why());
   o.connect_meta_json = options_.connect_meta_json;
   o.max_sessions = options_.entry.max_sessions;
-  o.idle_floor = std::chrono::seconds(options_.egress.idle_floor_s);
+  o.idle_floor = std::chrono::milliseconds(options_.egress.idle_floor_ms);
+  o.over_budget = options_.over_budget;
   int longest_ms = options_.timeouts.default_ms;
   for (const auto& [method, ms] : options_.timeouts.method_ms)
     longest_ms = std::max(longest_ms, ms);
@@ -130,8 +184,12 @@ void ExposedServer::start() {
   h.on_initialize = [weak](std::shared_ptr<mqtt::ClientLink> link, jsonrpc::Message init) {
     if (auto self = weak.lock()) self->on_initialize(link, init);
   };
-  h.on_broker = [weak](bool up) {
-    if (auto self = weak.lock()) self->online_ = up;
+  h.on_broker = [weak](bool up, const std::string& why) {
+    if (auto self = weak.lock()) {
+      std::lock_guard lock(self->problem_mu_);
+      self->problem_ = why;
+      self->online_ = up;
+    }
   };
   h.on_reconnected = [weak] {
     if (auto self = weak.lock()) {
@@ -142,7 +200,22 @@ void ExposedServer::start() {
   auto& ioc = ioc_;
   endpoint_ = mqtt::ServerEndpoint::create(
       strand_, [&ioc] { return boost::asio::make_strand(ioc); }, o, std::move(h));
+  // What a session learns of the server's era goes into its presence, so that /servers and
+  // every MQTT client can see which era the bridge speaks to it and why.
+  era_memory_->on_change([weak](bridge::ModernUpstream::Era era, const std::string& why) {
+    auto self = weak.lock();
+    if (!self) return;
+    boost::asio::post(self->strand_, [self, era, why] {
+      self->endpoint_->set_meta(presence_meta(self->options_.entry, era, why));
+    });
+  });
   boost::asio::post(strand_, [self = shared_from_this()] { self->endpoint_->start(); });
+}
+
+std::string ExposedServer::offline_reason() const {
+  std::lock_guard lock(problem_mu_);
+  if (online_) return {};
+  return problem_.empty() ? "connecting to the broker" : problem_;
 }
 
 void ExposedServer::on_initialize(const std::shared_ptr<mqtt::ClientLink>& link,
@@ -164,6 +237,7 @@ void ExposedServer::on_initialize(const std::shared_ptr<mqtt::ClientLink>& link,
   if (made && options_.entry.protocol != config::ServerProtocol::legacy) {
     auto mo = modern_upstream_options(options_.entry, options_.egress);
     mo.memory = era_memory_;
+    mo.tool_headers = options_.tool_headers;
     mo.log_prefix = prefix;
     if (options_.entry.is_stdio()) {
       // stdio §Backward Compatibility: probe a copy of the command, as the v2 SDK client does,

@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include <boost/asio/io_context.hpp>
@@ -49,6 +50,12 @@ class ExposedServer : public std::enable_shared_from_this<ExposedServer> {
     config::Timeouts timeouts;
     std::string server_id;
     std::string connect_meta_json = "{}";
+    // Besides max_sessions: a sentence when one more session cannot be afforded (see
+    // memory_budget), empty when it can. Runs on the server's strand.
+    std::function<std::string()> over_budget;
+    // What the sessions learn of the server's x-mcp-header annotations; shared with the HTTP
+    // upstream factory (http_upstream), which sends the headers.
+    std::shared_ptr<modern::ToolHeaders> tool_headers = std::make_shared<modern::ToolHeaders>();
   };
 
   // `upstream` is chosen by the caller from the entry (command or url).
@@ -63,11 +70,18 @@ class ExposedServer : public std::enable_shared_from_this<ExposedServer> {
   const std::string& server_id() const { return options_.server_id; }
   std::size_t session_count() const { return session_count_; }
   bool online() const { return online_; }
+  // Why the server is not online, in the broker's words when it refused ("the broker refused
+  // the connection: Not authorized (0x87)"); "connecting to the broker" before any answer.
+  // Any thread.
+  std::string offline_reason() const;
   std::uint64_t reconnects() const { return reconnects_; }
   // What the sessions learnt about the server's MCP era (protocol "auto"); unknown at first.
   bridge::ModernUpstream::Era era() const { return era_memory_->get(); }
   // Forgets it (a reload): the next session probes again. Any thread.
-  void forget_era() { era_memory_->forget(); }
+  void forget_era() {
+    era_memory_->forget();
+    options_.tool_headers->forget();
+  }
 
  private:
   struct EgressSession {
@@ -90,6 +104,8 @@ class ExposedServer : public std::enable_shared_from_this<ExposedServer> {
   std::map<std::string, EgressSession> sessions_;  // by MQTT client id; on strand_
   std::atomic<std::size_t> session_count_{0};
   std::atomic<bool> online_{false};
+  mutable std::mutex problem_mu_;
+  std::string problem_;  // under problem_mu_
   std::atomic<std::uint64_t> reconnects_{0};
   std::shared_ptr<bridge::ModernUpstream::EraMemory> era_memory_ =
       std::make_shared<bridge::ModernUpstream::EraMemory>();
@@ -98,10 +114,27 @@ class ExposedServer : public std::enable_shared_from_this<ExposedServer> {
 // The upstream factory for a `command` entry: one child process per session.
 UpstreamFactory child_upstream(const config::ServerEntry& entry, const config::EgressConfig& egress,
                                std::shared_ptr<stdio::ChildRegistry> children);
+// The memory bound of a `command` entry (max_memory_mb): a sentence when its children's
+// resident memory, with one more child of their average size, would pass it; null when the
+// entry has no bound.
+std::function<std::string()> memory_budget(const config::ServerEntry& entry,
+                                           std::shared_ptr<stdio::ChildRegistry> children);
 // The upstream factory for a `url` entry: one upstream Streamable HTTP session per session.
 // Fails (with a message naming the key) when the URL or headers cannot be used.
-Expected<UpstreamFactory, std::string> http_upstream(const config::ServerEntry& entry,
-                                                     const config::Timeouts& timeouts);
+// `tool_headers`: the annotations the sessions learn (the ExposedServer's), for the
+// Mcp-Param-{Name} headers of 2026-07-28 tools/call requests.
+Expected<UpstreamFactory, std::string> http_upstream(
+    const config::ServerEntry& entry, const config::Timeouts& timeouts,
+    std::shared_ptr<const modern::ToolHeaders> tool_headers = nullptr);
+
+// The presence's params.meta of a published server (004 §Service Registration): the entry's
+// own "meta", and under kUpstreamMetaKey what the bridge speaks to the upstream —
+// {"transport": "stdio"|"streamable-http", "protocol": "auto"|"legacy"|"modern",
+//  "era": "unknown"|"2025"|"2026-07-28"|"both", "why": "…"} ("both": 2025 to sessions that
+//  initialized, 2026-07-28 to the bridge's ingress serving 2026 clients).
+inline constexpr const char* kUpstreamMetaKey = "mcp-mqtt-bridge/upstream";
+std::string presence_meta(const config::ServerEntry& entry, bridge::ModernUpstream::Era era,
+                          const std::string& why);
 
 // The MCP-META object this bridge puts on CONNECT (004 §User Property).
 std::string connect_meta(const std::string& description);

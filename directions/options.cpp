@@ -39,7 +39,7 @@ http::ServerOptions http_server_options(const config::HttpConfig& h) {
   o.limits.max_sessions = l.max_sessions;
   o.limits.max_connections = l.max_connections;
   o.limits.session_idle_timeout_s = l.session_idle_timeout_s;
-  o.limits.idle_floor_s = l.idle_floor_s;
+  o.limits.idle_floor_ms = l.idle_floor_ms;
   o.limits.request_header_timeout_s = l.request_header_timeout_s;
   o.limits.stream_queue_messages = l.stream_queue_messages;
   o.limits.session_backlog_messages = l.session_backlog_messages;

@@ -36,6 +36,7 @@
 
 #include "bridge/channel.hpp"
 #include "bridge/expected.hpp"
+#include "bridge/protocol/modern.hpp"
 #include "http/client_url.hpp"
 
 namespace mcpmqtt::http {
@@ -73,6 +74,9 @@ struct UpstreamSpec {
   // refusal is delivered as the answer and the channel stays open (no session was made), instead
   // of ending the channel as any other failed initialize does.
   bool modern_fallback = false;
+  // 2026-07-28 tools/call: the Mcp-Param-{Name} headers of the tool's x-mcp-header annotations
+  // (SEP-2243), as the owner learnt them from tools/list; null: none sent.
+  std::shared_ptr<const modern::ToolHeaders> tool_headers;
 };
 
 // Builds the spec of a Streamable HTTP server named `name` at `url`, sent `headers` on every

@@ -110,6 +110,8 @@ ClientRequest build_modern_post(const RequestContext& ctx, std::string body,
   req.set("MCP-Protocol-Version", bsv(headers.protocol_version));
   if (!headers.method.empty()) req.set("Mcp-Method", bsv(headers.method));
   if (!headers.name.empty()) req.set("Mcp-Name", bsv(headers.name));
+  for (const auto& [name, value] : headers.params)
+    req.set(bsv(name), bsv(value));
   return req;
 }
 

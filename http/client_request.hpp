@@ -35,6 +35,7 @@ struct ModernHeaders {
   std::string protocol_version;  // MCP-Protocol-Version, the envelope's version
   std::string method;            // Mcp-Method: requests only
   std::string name;              // Mcp-Name: tools/call, prompts/get, resources/read
+  std::vector<Header> params;    // Mcp-Param-{Name}: tools/call (SEP-2243), values encoded
 };
 // POST of one 2026-07-28 message: no Mcp-Session-Id, whatever the context holds; the headers
 // above instead of the session's protocol version.

@@ -599,7 +599,7 @@ void ServerConnection::handle_mcp(Request& req) {
     fresh->set_principal(
         principal_of(sv(req[bhttp::field::authorization]), state_->tokens.enabled()));
     std::shared_ptr<ServerSession> evicted;
-    const auto floor = std::chrono::seconds(state_->http.limits.idle_floor_s);
+    const auto floor = std::chrono::milliseconds(state_->http.limits.idle_floor_ms);
     if (!state_->sessions.insert(id, fresh, state_->http.limits.max_sessions, floor, &evicted)) {
       state_->log->warn(
           "{} initialize refused: {} MCP sessions are open "
@@ -616,13 +616,14 @@ void ServerConnection::handle_mcp(Request& req) {
     if (evicted) {
       ++state_->sessions_evicted;
       const auto idle = evicted->idle_since();
-      const auto idle_s = idle ? std::chrono::duration_cast<std::chrono::seconds>(
-                                     std::chrono::steady_clock::now() - *idle)
-                                     .count()
-                               : 0;
+      const auto quiet = idle ? std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::steady_clock::now() - *idle)
+                              : std::chrono::milliseconds(0);
       evicted->evict("closed to make room for a new session (http.limits.max_sessions " +
-                     std::to_string(state_->http.limits.max_sessions) + "): idle for " +
-                     std::to_string(idle_s) + " s, longer than http.limits.idle_floor_s");
+                     std::to_string(state_->http.limits.max_sessions) +
+                     "): the least recently active with nothing in flight and no open stream, "
+                     "quiet for " +
+                     log::duration_text(quiet));
     }
     ++state_->sessions_created;
     state_->log->debug("{} initialize for {} → session {}", label_, server, short_id(id));

@@ -15,9 +15,10 @@ struct ServerLimits {
   std::size_t max_sessions = 1024;
   std::size_t max_connections = 4096;
   int session_idle_timeout_s = 600;
-  // At max_sessions, the session idle the longest for more than this (no request, no open
-  // stream, nothing pending) is closed to make room for a new one before anyone is refused.
-  int idle_floor_s = 5;
+  // At max_sessions, the least recently active session with no request, no open stream and
+  // nothing pending is closed to make room for a new one before anyone is refused; one active
+  // within this floor is spared (0: however recently it was used).
+  int idle_floor_ms = 0;
   int request_header_timeout_s = 30;
   std::size_t stream_queue_messages = 1024;    // per SSE stream: past this the stream is closed
   std::size_t session_backlog_messages = 256;  // server messages held while no stream is open

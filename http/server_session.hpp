@@ -54,7 +54,7 @@ class ServerSession : public bridge::Channel, public std::enable_shared_from_thi
   void handle_delete(std::shared_ptr<Exchange> exchange);
   // Server::stop: ends the session with on_close(shutdown).
   void shutdown(std::string why);
-  // SessionRegistry, to make room (http.limits.idle_floor_s): ends the session with
+  // SessionRegistry, to make room (http.limits.max_sessions): ends the session with
   // on_close(timeout); its id gets 404 afterwards, so SDK clients initialize again.
   void evict(std::string why);
   // Since when the session has been idle (established, no request pending, no stream or JSON

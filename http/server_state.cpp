@@ -16,7 +16,7 @@ bool SessionRegistry::insert(const std::string& id, std::shared_ptr<ServerSessio
     for (auto it = map_.begin(); it != map_.end(); ++it) {
       if (!it->second.visible) continue;  // initialize still in progress
       const auto since = it->second.session->idle_since();
-      if (!since || now - *since <= idle_floor) continue;
+      if (!since || (idle_floor.count() > 0 && now - *since < idle_floor)) continue;
       if (victim == map_.end() || *since < victim_since) {
         victim = it;
         victim_since = *since;

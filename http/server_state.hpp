@@ -31,9 +31,10 @@ class ServerConnection;
 // visible to requests only once initialize succeeded.
 class SessionRegistry {
  public:
-  // False when `max` sessions are held already and none of the visible ones has been idle for
-  // longer than `idle_floor`; else the one idle the longest is taken out to make room and
-  // returned in `evicted` (the caller ends it).
+  // At `max` sessions, the visible session idle the longest (no request in flight, no open
+  // stream; ServerSession::idle_since) is taken out to make room and returned in `evicted` (the
+  // caller ends it), however recently it was used unless `idle_floor` spares sessions active
+  // within it. False when none can be: every one is busy, opening or within the floor.
   bool insert(const std::string& id, std::shared_ptr<ServerSession> session, std::size_t max,
               std::chrono::steady_clock::duration idle_floor,
               std::shared_ptr<ServerSession>* evicted = nullptr);

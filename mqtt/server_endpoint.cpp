@@ -23,9 +23,9 @@ const std::string kDisconnected = R"({"jsonrpc":"2.0","method":"notifications/di
 metrics::Counter& at_limit(const std::string& server_name, const char* outcome) {
   return metrics::registry().counter(
       "mcpmqtt_egress_session_limit_total",
-      "Initializes that found a published server at its max_sessions, by outcome: evicted (the "
-      "session idle the longest past egress.idle_floor_s was closed to make room) or refused "
-      "(none could be).",
+      "Initializes that found a published server at its max_sessions or memory bound, by "
+      "outcome: evicted (the least recently active session with nothing in flight and no "
+      "subscription was closed to make room) or refused (none could be).",
       {"server_name", "outcome"}, {server_name, outcome});
 }
 
@@ -161,15 +161,18 @@ void ServerEndpoint::open_connection() {
   h.on_connected = [weak](const ConnackInfo& info, bool reconnected) {
     if (auto self = weak.lock()) self->on_connected(info, reconnected);
   };
-  h.on_connection_lost = [weak](const std::string&) {
+  h.on_connection_lost = [weak](const std::string& cause) {
     if (auto self = weak.lock()) {
-      if (self->handlers_.on_broker) self->handlers_.on_broker(false);
+      if (self->handlers_.on_broker)
+        self->handlers_.on_broker(false, "lost the connection to the broker" +
+                                             (cause.empty() ? std::string() : ": " + cause));
     }
   };
   h.on_connect_failed = [weak](const std::string& why, bool retrying) {
     if (auto self = weak.lock()) {
       // A retry is logged by the connection with its delay: once per backoff step.
       if (!retrying) logger()->warn("{} {}; giving up", self->describe(), why);
+      if (self->handlers_.on_broker) self->handlers_.on_broker(false, why);
     }
   };
   conn_ = BrokerConnection::create(strand_, std::move(o), std::move(h));
@@ -203,21 +206,46 @@ void ServerEndpoint::on_connected(const ConnackInfo& info, bool reconnected) {
           describe(), *info.server_name, options_.server_name);
     }
   }
-  publish_presence();
-  logger()->info("{} online as {} on the broker{}", describe(), options_.server_id,
-                 reconnected ? " again" : "");
-  if (handlers_.on_broker) handlers_.on_broker(true);
+  // Online once the broker took the presence: a broker whose ACL refuses it (Mosquitto answers
+  // PUBACK 0x87 and keeps the connection) leaves the server invisible to every client.
+  std::weak_ptr<ServerEndpoint> weak = weak_from_this();
+  publish_presence([weak, reconnected](bool ok, const std::string& why) {
+    auto self = weak.lock();
+    if (!self || self->stopping_) return;
+    if (!ok) {
+      if (!self->conn_->connected()) return;  // the connection's loss says why
+      const std::string what =
+          "cannot announce presence on " +
+          topics::server_presence(self->options_.server_id, self->options_.server_name) + ": " +
+          why;
+      logger()->error("{} {}; clients cannot discover this server (check the broker's ACL)",
+                      self->describe(), what);
+      if (self->handlers_.on_broker) self->handlers_.on_broker(false, what);
+      return;
+    }
+    logger()->info("{} online as {} on the broker{}", self->describe(), self->options_.server_id,
+                   reconnected ? " again" : "");
+    if (self->handlers_.on_broker) self->handlers_.on_broker(true, {});
+  });
   if (reconnected && handlers_.on_reconnected) handlers_.on_reconnected();
 }
 
-void ServerEndpoint::publish_presence() {
+void ServerEndpoint::set_meta(std::string meta_json) {
+  if (options_.meta_json == meta_json) return;
+  options_.meta_json = std::move(meta_json);
+  // 004 §Service Registration: the retained online message is what clients read; a new one
+  // replaces it.
+  if (conn_ && conn_->connected() && !stopping_) publish_presence();
+}
+
+void ServerEndpoint::publish_presence(Done done) {
   std::string payload =
       R"({"jsonrpc":"2.0","method":"notifications/server/online","params":{"server_name":)" +
       jsonrpc::quote(options_.server_name) + R"(,"description":)" +
       jsonrpc::quote(options_.description) + R"(,"meta":)" +
       (options_.meta_json.empty() ? "{}" : options_.meta_json) + "}}";
   conn_->publish(topics::server_presence(options_.server_id, options_.server_name), payload,
-                 /*retained=*/true);
+                 /*retained=*/true, std::move(done));
 }
 
 void ServerEndpoint::on_message(const Incoming& in) {
@@ -275,19 +303,22 @@ void ServerEndpoint::on_control(const Incoming& in) {
                     "; use a fresh MQTT client id for every initialize (004 §MQTT Client ID)");
     return;
   }
+  // What stands in the way of one more session: the count, else the owner's budget.
+  std::string limit;
+  if (clients_.size() >= options_.max_sessions)
+    limit = "is serving its maximum of " + std::to_string(options_.max_sessions) + " sessions";
+  else if (options_.over_budget)
+    limit = options_.over_budget();
   std::string why_not;
-  if (clients_.size() >= options_.max_sessions && !evict_idle(cid, &why_not)) {
+  if (!limit.empty() && !evict_idle(cid, limit, &why_not)) {
     at_limit(options_.server_name, "refused").inc();
     reply_error(cid, msg.id(), jsonrpc::code::connection_closed,
-                options_.server_name + " is serving its maximum of " +
-                    std::to_string(options_.max_sessions) + " sessions; try again later");
+                options_.server_name + " " + limit + "; try again later");
     if (std::size_t held_back = 0; refuse_log_.allow(held_back)) {
-      logger()->warn(
-          "{} refused client {}: session limit {} reached, none idle for longer than "
-          "egress.idle_floor_s ({}){}",
-          describe(), cid, options_.max_sessions, why_not,
-          held_back ? "; " + std::to_string(held_back) + " more since the last report"
-                    : std::string());
+      logger()->warn("{} refused client {}: {} {} and none can make room ({}){}", describe(), cid,
+                     options_.server_name, limit, why_not,
+                     held_back ? "; " + std::to_string(held_back) + " more since the last report"
+                               : std::string());
     }
     return;
   }
@@ -447,8 +478,28 @@ void ServerEndpoint::note(Client& c, const jsonrpc::Message& m, bool from_client
       c.pending.insert(mine + m.id().to_json());
     else
       c.pending_overflow = true;
+    if (!from_client) return;
+    // A subscription counts once the server acknowledged it (MCP server/resources
+    // §Subscriptions); unsubscribe ends it at once.
+    const bool subscribe = m.method() == "resources/subscribe";
+    if (!subscribe && m.method() != "resources/unsubscribe") return;
+    const auto* p = m.params();
+    if (!p || !p->IsObject()) return;
+    auto uri = p->FindMember("uri");
+    if (uri == p->MemberEnd() || !uri->value.IsString()) return;
+    std::string u(uri->value.GetString(), uri->value.GetStringLength());
+    if (!subscribe)
+      c.subscribed.erase(u);
+    else if (c.subscribing.size() < kMaxTracked && c.subscribed.size() < kMaxTracked)
+      c.subscribing.emplace(m.id().to_json(), std::move(u));
   } else if (m.is_response()) {
-    c.pending.erase(theirs + m.id().to_json());
+    const auto id = m.id().to_json();
+    c.pending.erase(theirs + id);
+    if (from_client || c.subscribing.empty()) return;
+    if (auto it = c.subscribing.find(id); it != c.subscribing.end()) {
+      if (m.kind() == jsonrpc::Kind::result) c.subscribed.insert(std::move(it->second));
+      c.subscribing.erase(it);
+    }
   } else if (m.method() == "notifications/cancelled") {
     // MCP basic/utilities/cancellation: a cancelled request may never be answered.
     const auto* p = m.params();
@@ -466,10 +517,11 @@ void ServerEndpoint::note(Client& c, const jsonrpc::Message& m, bool from_client
   }
 }
 
-bool ServerEndpoint::evict_idle(const std::string& for_client, std::string* why_not) {
+bool ServerEndpoint::evict_idle(const std::string& for_client, const std::string& cause,
+                                std::string* why_not) {
   const auto now = std::chrono::steady_clock::now();
   auto victim = clients_.end();
-  std::size_t opening = 0, busy = 0, recent = 0;
+  std::size_t opening = 0, busy = 0, streaming = 0, recent = 0;
   std::string busy_example;
   for (auto it = clients_.begin(); it != clients_.end(); ++it) {
     const auto& c = it->second;
@@ -482,27 +534,36 @@ bool ServerEndpoint::evict_idle(const std::string& for_client, std::string* why_
       if (busy++ == 0 && !c.pending.empty()) busy_example = *c.pending.begin();
       continue;
     }
-    if (now - c.last_activity <= options_.idle_floor) {
+    if (!c.subscribed.empty()) {
+      ++streaming;
+      continue;
+    }
+    if (options_.idle_floor.count() > 0 && now - c.last_activity < options_.idle_floor) {
       ++recent;
       continue;
     }
     if (victim == clients_.end() || c.last_activity < victim->second.last_activity) victim = it;
   }
   if (victim == clients_.end()) {
-    if (why_not)
+    if (why_not) {
       *why_not = std::to_string(opening) + " opening, " + std::to_string(busy) +
                  " with a request unanswered" +
                  (busy_example.empty() ? "" : " (e.g. " + busy_example + ")") + ", " +
-                 std::to_string(recent) + " active within egress.idle_floor_s";
+                 std::to_string(streaming) + " with resource subscriptions";
+      if (options_.idle_floor.count() > 0)
+        *why_not += ", " + std::to_string(recent) + " active within egress.idle_floor_ms (" +
+                    log::duration_text(options_.idle_floor) + ")";
+    }
     return false;
   }
   const std::string cid = victim->first;
-  const auto idle_s =
-      std::chrono::duration_cast<std::chrono::seconds>(now - victim->second.last_activity).count();
-  const std::string why = "closed to make room for a new session (" + options_.server_name +
-                          " holds its maximum of " + std::to_string(options_.max_sessions) +
-                          "): idle for " + std::to_string(idle_s) +
-                          " s, longer than egress.idle_floor_s";
+  const auto quiet =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now - victim->second.last_activity);
+  const std::string why = "closed to make room for a new session (" + options_.server_name + " " +
+                          cause +
+                          "): the least recently active with nothing in flight and no "
+                          "subscription, quiet for " +
+                          log::duration_text(quiet);
   ++evicted_;
   at_limit(options_.server_name, "evicted").inc();
   if (std::size_t held_back = 0; evict_log_.allow(held_back)) {
@@ -569,7 +630,7 @@ void ServerEndpoint::stop(std::chrono::milliseconds timeout, std::function<void(
     *finished = true;
     timer->cancel();
     logger()->info("{} offline", self->describe());
-    if (self->handlers_.on_broker) self->handlers_.on_broker(false);
+    if (self->handlers_.on_broker) self->handlers_.on_broker(false, "stopped");
     if (done) done();
   };
   timer->async_wait([finish](const boost::system::error_code& ec) {

@@ -25,6 +25,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -82,10 +83,14 @@ class ServerEndpoint : public std::enable_shared_from_this<ServerEndpoint> {
     std::string meta_json = "{}";          // presence params.meta
     std::string connect_meta_json = "{}";  // MCP-META on CONNECT
     std::size_t max_sessions = 32;
-    // When max_sessions are held, a new client's initialize first closes the session idle the
-    // longest (no message either way and no request unanswered for longer than this), the
-    // client being told `disconnected`; only when none is that idle is the client refused.
-    std::chrono::milliseconds idle_floor{5000};
+    // When max_sessions are held (or `over_budget` says so), a new client's initialize first
+    // closes the least recently active session with no request unanswered and no resource
+    // subscription, the client being told `disconnected`; a session active within this floor
+    // is spared (0: however recently it was used). Only when none can go is the client refused.
+    std::chrono::milliseconds idle_floor{0};
+    // Besides the count: a sentence when one more session cannot be afforded now (stdio: the
+    // children's memory), empty when it can. Runs on the endpoint's strand.
+    std::function<std::string()> over_budget;
     // A request unanswered for longer than this (the longest per-method timeout, after which
     // the bridge has answered it one way or another) no longer keeps its session busy.
     std::chrono::milliseconds busy_horizon{std::chrono::minutes(10)};
@@ -104,8 +109,9 @@ class ServerEndpoint : public std::enable_shared_from_this<ServerEndpoint> {
     // initialize is also the first message the link delivers once started; the owner starts
     // the link and answers the initialize through it.
     std::function<void(std::shared_ptr<ClientLink>, jsonrpc::Message initialize)> on_initialize;
-    // Broker connection state changes (readiness); runs on the endpoint's strand.
-    std::function<void(bool connected)> on_broker;
+    // Broker connection state changes (readiness), with what keeps the server offline when it
+    // is (a refused or lost connection, in the broker's words); runs on the endpoint's strand.
+    std::function<void(bool connected, const std::string& why)> on_broker;
     // The broker connection came back; links are still there. Runs on the endpoint's strand.
     std::function<void()> on_reconnected;
   };
@@ -115,6 +121,8 @@ class ServerEndpoint : public std::enable_shared_from_this<ServerEndpoint> {
                                                 StrandFactory session_strands, Options options,
                                                 Handlers handlers);
   void start();
+  // Replaces the presence's params.meta (a JSON object) and announces it again when online.
+  void set_meta(std::string meta_json);
   // Ends every session (`disconnected` to each client), clears presence, disconnects.
   void stop(std::chrono::milliseconds timeout, std::function<void()> done);
 
@@ -139,6 +147,10 @@ class ServerEndpoint : public std::enable_shared_from_this<ServerEndpoint> {
     // however long it has been quiet.
     std::unordered_set<std::string> pending;
     bool pending_overflow = false;  // more than kMaxTracked: busy until the session ends
+    // resources/subscribe in flight (request id → URI) and acknowledged: a session with a
+    // subscription holds a stream of updates its client waits for, and is not evicted.
+    std::unordered_map<std::string, std::string> subscribing;
+    std::unordered_set<std::string> subscribed;
   };
 
   ServerEndpoint(boost::asio::any_io_executor strand, StrandFactory session_strands,
@@ -156,12 +168,14 @@ class ServerEndpoint : public std::enable_shared_from_this<ServerEndpoint> {
   void refuse_early(const std::string& client_id, const jsonrpc::Message& m);
   void reply_error(const std::string& client_id, const jsonrpc::Id& id, int code,
                    const std::string& message);
-  void publish_presence();
+  void publish_presence(Done done = nullptr);
   // Activity of a session, for the idle floor: `from_client` is what the client sent.
   void note(Client& c, const jsonrpc::Message& m, bool from_client);
-  // Closes the longest-idle session idle for longer than idle_floor; false when none is.
+  // Closes the least recently active session that has nothing in flight and no subscription
+  // (and is quiet for longer than idle_floor); false when none is. `cause`: why room is needed;
   // `why_not`: what the sessions were doing instead, for the log.
-  bool evict_idle(const std::string& for_client, std::string* why_not = nullptr);
+  bool evict_idle(const std::string& for_client, const std::string& cause,
+                  std::string* why_not = nullptr);
   // Called by links (posted onto our strand).
   void send_from_link(const std::string& client_id, const jsonrpc::Message& message);
   void end_client(const std::string& client_id, bool send_disconnected,

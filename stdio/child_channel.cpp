@@ -21,6 +21,7 @@
 #include "bridge/metrics.hpp"
 #include "stdio/line_codec.hpp"
 #include "stdio/line_splitter.hpp"
+#include "stdio/process_memory.hpp"
 #include "stdio/process_util.hpp"
 #include "stdio/spawn.hpp"
 
@@ -54,9 +55,21 @@ void ChildRegistry::on_none(std::function<void()> fn) {
   fn();
 }
 
-void ChildRegistry::add(const std::shared_ptr<detail::ChildProcess>& child) {
+ChildRegistry::Usage ChildRegistry::usage(const std::string& name) const {
+  std::vector<pid_t> groups;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [ptr, live] : live_) {
+      if (live.name == name) groups.push_back(live.pid);
+    }
+  }
+  return {groups.size(), resident_bytes_of_groups(groups)};
+}
+
+void ChildRegistry::add(const std::shared_ptr<detail::ChildProcess>& child, pid_t pid,
+                        std::string name) {
   std::lock_guard lock(mu_);
-  live_.emplace(child.get(), child);
+  live_.emplace(child.get(), Live{child, pid, std::move(name)});
 }
 
 void ChildRegistry::remove(const detail::ChildProcess* child) {
@@ -152,6 +165,7 @@ class ChildProcess : public std::enable_shared_from_this<ChildProcess> {
   const asio::any_io_executor& executor() const { return ex_; }
   const std::string& label() const { return label_; }
   pid_t pid() const { return pid_; }
+  const std::string& name() const { return spec_.name; }
 
   // Right after construction: watch for the exit and read stderr from the first moment, so
   // that neither waits for start().
@@ -638,7 +652,7 @@ Expected<std::shared_ptr<ChildChannel>, std::string> ChildChannel::create(
     log::get("stdio")->error("{}{}", prefix, why);
     return unexpected(std::move(why));  // the child is killed and reaped with `impl`
   }
-  if (registry) registry->add(impl);
+  if (registry) registry->add(impl, impl->pid(), name);
   impl->begin();
   return std::shared_ptr<ChildChannel>(new ChildChannel(std::move(impl)));
 }
@@ -674,8 +688,8 @@ void ChildRegistry::shutdown_all(const std::string& detail) {
   std::vector<std::shared_ptr<detail::ChildProcess>> children;
   {
     std::lock_guard lock(mu_);
-    for (const auto& [ptr, weak] : live_) {
-      if (auto child = weak.lock()) children.push_back(std::move(child));
+    for (const auto& [ptr, live] : live_) {
+      if (auto child = live.child.lock()) children.push_back(std::move(child));
     }
   }
   for (auto& child : children) {

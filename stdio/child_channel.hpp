@@ -84,6 +84,13 @@ class ChildRegistry {
   // Kind::shutdown and `detail`, and each child is terminated (stdin, SIGTERM, SIGKILL). Work
   // is posted to each channel's strand; returns at once.
   void shutdown_all(const std::string& detail);
+  // The children of one server (ChildSpec::name) not yet reaped, and the resident memory of
+  // their process groups (read from /proc: a few ms with hundreds of processes on the machine).
+  struct Usage {
+    std::size_t children = 0;
+    std::uint64_t resident_bytes = 0;
+  };
+  Usage usage(const std::string& name) const;
   // Blocks until no child is alive or the timeout passes; true when none is. Not for use on a
   // thread that runs the io_context the children are on.
   bool wait_until_none(std::chrono::milliseconds timeout) const;
@@ -94,12 +101,17 @@ class ChildRegistry {
  private:
   friend class detail::ChildProcess;
   friend class ChildChannel;
-  void add(const std::shared_ptr<detail::ChildProcess>& child);
+  void add(const std::shared_ptr<detail::ChildProcess>& child, pid_t pid, std::string name);
   void remove(const detail::ChildProcess* child);
 
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
-  std::map<const detail::ChildProcess*, std::weak_ptr<detail::ChildProcess>> live_;
+  struct Live {
+    std::weak_ptr<detail::ChildProcess> child;
+    pid_t pid = 0;  // also its process group
+    std::string name;
+  };
+  std::map<const detail::ChildProcess*, Live> live_;
   std::vector<std::function<void()>> on_none_;
 };
 

@@ -883,20 +883,28 @@ std::vector<std::pair<std::string, std::vector<ParamHeader>>> param_headers_of(
   return out;
 }
 
+namespace {
+
+// The text an annotated argument is mirrored as: a string as is, a number or boolean as its JSON
+// text; nullopt when absent, null, an object or an array (only primitive values are mirrored).
+std::optional<std::string> mirrored_text(const Value* value) {
+  if (!value || value->IsNull()) return std::nullopt;
+  if (value->IsString()) return std::string(value->GetString(), value->GetStringLength());
+  if (value->IsNumber() || value->IsBool()) return serialize(*value);
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<jsonrpc::Error> check_param_headers(
     const jsonrpc::Message& call, const std::vector<ParamHeader>& params,
     const std::vector<std::pair<std::string, std::string>>& sent) {
   const Value* args = member(call.params(), "arguments");
   for (const auto& p : params) {
     const Value* value = member(args, p.argument.c_str());
-    if (!value || value->IsNull()) continue;
-    std::string expected;
-    if (value->IsString())
-      expected.assign(value->GetString(), value->GetStringLength());
-    else if (value->IsNumber() || value->IsBool())
-      expected = serialize(*value);
-    else
-      continue;  // only primitive values are mirrored
+    const auto mirrored = mirrored_text(value);
+    if (!mirrored) continue;
+    const std::string& expected = *mirrored;
     const std::string shown = "Mcp-Param-" + p.header;
     auto it =
         std::find_if(sent.begin(), sent.end(), [&](const auto& h) { return h.first == p.header; });
@@ -916,6 +924,50 @@ std::optional<jsonrpc::Error> check_param_headers(
       return header_mismatch(it->second, shown + " value does not match arguments." + p.argument);
   }
   return std::nullopt;
+}
+
+std::vector<std::pair<std::string, std::string>> param_header_values(
+    const jsonrpc::Message& call, const std::vector<ParamHeader>& params) {
+  // RFC 9110 §5.6.2: a header name is a token; an annotation that is not one names no header.
+  auto token = [](std::string_view name) {
+    return !name.empty() && std::all_of(name.begin(), name.end(), [](unsigned char c) {
+      return std::isalnum(c) || std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) !=
+                                    std::string_view::npos;
+    });
+  };
+  std::vector<std::pair<std::string, std::string>> out;
+  const Value* args = member(call.params(), "arguments");
+  for (const auto& p : params) {
+    if (!token(p.header)) continue;
+    if (const auto text = mirrored_text(member(args, p.argument.c_str())))
+      out.emplace_back("Mcp-Param-" + p.header, encode_header_value(*text));
+  }
+  return out;
+}
+
+void ToolHeaders::learn(const rapidjson::Value& result, bool complete) {
+  auto tools = param_headers_of(result);
+  std::lock_guard lock(mu_);
+  for (auto& [name, params] : tools)
+    tools_[name] = std::move(params);
+  if (complete) listed_ = true;
+}
+
+std::vector<ParamHeader> ToolHeaders::of(const std::string& tool) const {
+  std::lock_guard lock(mu_);
+  auto it = tools_.find(tool);
+  return it == tools_.end() ? std::vector<ParamHeader>{} : it->second;
+}
+
+bool ToolHeaders::listed() const {
+  std::lock_guard lock(mu_);
+  return listed_;
+}
+
+void ToolHeaders::forget() {
+  std::lock_guard lock(mu_);
+  tools_.clear();
+  listed_ = false;
 }
 
 }  // namespace mcpmqtt::modern

@@ -8,6 +8,8 @@
 // Thread-safe (no state).
 #pragma once
 
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -45,6 +47,11 @@ inline constexpr const char* server_info = "io.modelcontextprotocol/serverInfo";
 namespace bridge_key {
 inline constexpr const char* input_key = "mcp-mqtt-bridge/inputKey";      // string
 inline constexpr const char* input_round = "mcp-mqtt-bridge/inputRound";  // {"size": N}
+// On an initialize's params._meta (true): the MQTT client is the bridge's own ingress serving
+// 2026-07-28 clients, which reads the two keys above. An egress in front of a server that
+// speaks both eras speaks 2026-07-28 to it for such a session, so the server's input keys
+// reach the 2026 client; 2025 for every other session, which loses nothing that way.
+inline constexpr const char* reads_input_keys = "mcp-mqtt-bridge/readsInputKeys";
 }  // namespace bridge_key
 
 // HTTP request headers (basic/transports/streamable-http §Standard Request Headers).
@@ -337,5 +344,34 @@ std::vector<std::pair<std::string, std::vector<ParamHeader>>> param_headers_of(
 std::optional<jsonrpc::Error> check_param_headers(
     const jsonrpc::Message& call, const std::vector<ParamHeader>& params,
     const std::vector<std::pair<std::string, std::string>>& sent);
+
+// ---- the egress: Mcp-Param-{Name} headers toward a 2026-07-28 server (SEP-2243) ----------------
+
+// The headers a client sends with a tools/call whose tool has these annotations: for each
+// annotated argument present and not null, ("Mcp-Param-" {Name}, the value — a string as is, a
+// number or boolean as its JSON text — encoded as encode_header_value does). Objects and arrays
+// are not mirrored.
+std::vector<std::pair<std::string, std::string>> param_header_values(
+    const jsonrpc::Message& call, const std::vector<ParamHeader>& params);
+
+// What a client knows of one server's x-mcp-header annotations, from its tools/list results:
+// shared by the sessions the egress holds with that server (a tools/call may come on a session
+// that never listed the tools). Thread-safe.
+class ToolHeaders {
+ public:
+  // One page of a tools/list result; `complete`: the listing it belongs to has no more pages.
+  void learn(const rapidjson::Value& tools_list_result, bool complete);
+  // A tool's annotated arguments (none when unknown).
+  std::vector<ParamHeader> of(const std::string& tool) const;
+  // A whole listing was seen since the last forget().
+  bool listed() const;
+  // The tool list changed (notifications/tools/list_changed): learn it again.
+  void forget();
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::vector<ParamHeader>> tools_;
+  bool listed_ = false;
+};
 
 }  // namespace mcpmqtt::modern

@@ -94,6 +94,8 @@ constexpr std::uint8_t wildcard_subscriptions_not_supported = 0xA2;
 }  // namespace reason
 // The standard's name of a reason code ("Not authorized"); "reason code 0xNN" when unknown.
 std::string reason_text(std::uint8_t code);
+// The name with the code, for people who look it up: "Not authorized (0x87)".
+std::string reason_with_code(std::uint8_t code);
 
 // Property identifiers (§2.2.2.2, Table 2-4).
 enum class Property : std::uint8_t {

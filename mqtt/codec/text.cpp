@@ -146,4 +146,14 @@ std::string reason_text(std::uint8_t code) {
   return text;
 }
 
+std::string reason_with_code(std::uint8_t code) {
+  if (!reason_name(code)) return reason_text(code);
+  constexpr char kHex[] = "0123456789ABCDEF";
+  std::string text = reason_name(code);
+  text += " (0x";
+  text += kHex[code >> 4];
+  text += kHex[code & 0x0F];
+  return text + ")";
+}
+
 }  // namespace mcpmqtt::mqtt::codec

@@ -206,8 +206,8 @@ bool Link::handle(const codec::FixedHeader& header, std::string_view body) {
 }
 
 std::string Link::describe_reason(std::uint8_t code, const codec::Properties& props) const {
-  std::string out = codec::reason_text(code);
-  if (props.reason_string) out += " (" + std::string(*props.reason_string) + ")";
+  std::string out = codec::reason_with_code(code);
+  if (props.reason_string) out += ": " + std::string(*props.reason_string);
   if (props.server_reference) out += "; use server " + std::string(*props.server_reference);
   return out;
 }

@@ -20,6 +20,7 @@
 #include <mqtt/async_client.h>
 
 #include "bridge/log.hpp"
+#include "mqtt/codec/codec.hpp"
 #include "mqtt/engine.hpp"
 #include "mqtt/paho/executor_gate.hpp"
 #include "mqtt/paho/tcp_nodelay.hpp"
@@ -433,7 +434,7 @@ bool PahoEngine::create_client(const EngineConnect& params, std::string& why) {
   c->client->set_connection_lost_handler(lost);
   c->client->set_disconnected_handler([lost](const ::mqtt::properties&, ::mqtt::ReasonCode reason) {
     lost("the broker sent DISCONNECT: " +
-         ::mqtt::exception::reason_code_str(static_cast<int>(reason)));
+         codec::reason_with_code(static_cast<std::uint8_t>(reason)));
   });
   return true;
 }
@@ -570,8 +571,8 @@ void PahoEngine::connect(const EngineConnect& params, ConnectDone done) {
       if (reason < 0x80 && rc >= 0x80) reason = rc;
       if (reason >= 0x80) {
         out.reason_code = static_cast<std::uint8_t>(reason);
-        out.why =
-            "the broker refused the connection: " + ::mqtt::exception::reason_code_str(reason);
+        out.why = "the broker refused the connection: " +
+                  codec::reason_with_code(static_cast<std::uint8_t>(reason));
       } else if (rc == MQTTASYNC_FAILURE && std::chrono::steady_clock::now() - started >= limit) {
         out.why = "no TCP connection, TLS handshake or CONNACK from the broker within " +
                   log::duration_text(limit);
@@ -729,8 +730,14 @@ void PahoEngine::publish(PublishRequest message, AckDone done) {
       core.client->listeners, [weak, gate, op](const ::mqtt::token& tok, bool ok) {
         AckOutcome r;
         r.ok = ok;
-        if (!ok)
-          r.why = paho::paho_error(tok.get_return_code(), static_cast<int>(tok.get_reason_code()));
+        if (!ok) {
+          // A PUBACK or PUBREC with a failure reason code, in the native engine's words.
+          const int reason = static_cast<int>(tok.get_reason_code());
+          r.why = reason >= 0x80 && reason <= 0xFF
+                      ? "the broker refused the publication: " +
+                            codec::reason_with_code(static_cast<std::uint8_t>(reason))
+                      : paho::paho_error(tok.get_return_code(), reason);
+        }
         Core::post_from_paho(gate, weak, [op, r = std::move(r)](Core& c) { c.complete(op, r); });
       });
   try {

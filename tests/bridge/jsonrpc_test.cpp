@@ -363,6 +363,33 @@ TEST_CASE("bodies: single messages and batches", "[jsonrpc][batch]") {
   CHECK(serialize_batch(batch->messages) == "[" + a + "," + b + "," + c + "]");
 }
 
+TEST_CASE(
+    "bodies of several messages, one per line (what some servers answer under "
+    "application/json): read as those messages - anything else stays an error",
+    "[jsonrpc][batch]") {
+  const std::string a = R"({"jsonrpc":"2.0","method":"notifications/progress","params":{}})";
+  const std::string b = R"({"jsonrpc":"2.0","id":3,"result":{"x":"line\nbreak"}})";
+  CHECK_FALSE(parse_body(a + "\n" + b + "\n"));  // not one JSON text
+  auto lines = parse_lines(a + "\n\r\n  \n" + b + "\r\n");
+  REQUIRE(lines);
+  REQUIRE(lines->messages.size() == 2);
+  CHECK(lines->messages[0].method() == "notifications/progress");
+  CHECK(lines->messages[1].id() == Id::integer(3));
+  // A batch on a line is messages too.
+  auto with_batch = parse_lines(a + "\n[" + b + "," + a + "]");
+  REQUIRE(with_batch);
+  CHECK(with_batch->messages.size() == 3);
+  // One line that is not JSON-RPC spoils the whole, naming its line.
+  auto bad_line = parse_lines(a + "\nnot json\n" + b);
+  REQUIRE_FALSE(bad_line);
+  CHECK(bad_line.error().error.code == code::parse_error);
+  CHECK(bad_line.error().error.message.rfind("line 2: ", 0) == 0);
+  // One message (with a line break inside it, say) is parse_body's, not this.
+  CHECK_FALSE(parse_lines(a + "\n"));
+  CHECK_FALSE(parse_lines("\n\n"));
+  CHECK_FALSE(parse_lines(a + "\n" + b, Limits{10, 100}));
+}
+
 TEST_CASE("malformed batches", "[jsonrpc][batch][malformed]") {
   auto f = parse_body("[]");
   REQUIRE_FALSE(f);

@@ -107,6 +107,12 @@ struct Fixture {
     std::shared_ptr<ModernUpstream::EraMemory> memory;
     std::size_t max_rounds = 10;
     std::size_t max_pending = 4096;  // the splice's, per direction
+    std::shared_ptr<modern::ToolHeaders> tool_headers;
+    Setup headers(std::shared_ptr<modern::ToolHeaders> h) const {
+      auto s = *this;
+      s.tool_headers = std::move(h);
+      return s;
+    }
     Setup pending(std::size_t n) const {
       auto s = *this;
       s.max_pending = n;
@@ -143,6 +149,7 @@ struct Fixture {
     o.discover_timeout = 5000ms;
     o.max_input_rounds = s.max_rounds;
     o.server_name = "test/modern";
+    o.tool_headers = s.tool_headers;
     o.log_prefix = "[test]";
     if (s.probe_channel) {
       o.probe_channel = [this] {
@@ -176,13 +183,28 @@ struct Fixture {
     return got[0];
   }
 
-  // A session the adapter has found modern: initialize, discover answered, listen acknowledged.
-  // Returns the listen's id (JSON).
+  // After a DiscoverResult listing 2026-07-28, the adapter tries the client's initialize on
+  // `on` (the server, or the probe copy): a 2026-only server refuses it, as the v2 SDK's
+  // `legacy: 'reject'` does, and the session goes modern on the next turn of the loop.
+  void refuse_initialize(MemoryChannel& on) {
+    auto got = on.take();
+    REQUIRE(got.size() == 1);
+    REQUIRE(at(got[0], "method") == "initialize");
+    const auto id = jsonrpc::Message::parse(got[0])->id().to_json();
+    on.inject(R"({"jsonrpc":"2.0","id":)" + id +
+              R"(,"error":{"code":-32022,"message":"Unsupported protocol version: 2025-06-18",)"
+              R"("data":{"supported":["2026-07-28"],"requested":"2025-06-18"}}})");
+    clock.advance(0ms);
+  }
+
+  // A session the adapter has found modern: initialize, discover answered, initialize refused,
+  // listen acknowledged. Returns the listen's id (JSON).
   std::string modern_session(const std::string& discovered = kDiscovered) {
     client->inject(kInitialize);
     const auto discover = server_got();
     REQUIRE(at(discover, "method") == "server/discover");
     server->inject(result_for(quoted(*at(discover, "id")), discovered));
+    refuse_initialize(*server);
     const auto init = client_got();
     REQUIRE(at(init, "id") == "1");
     REQUIRE(at(init, "result.protocolVersion") == "2025-06-18");
@@ -211,8 +233,8 @@ const std::string kCallElicit =
 // ---- negotiation -----------------------------------------------------------------------------
 
 TEST_CASE(
-    "modern egress negotiation (server/discover): a DiscoverResult listing 2026-07-28 makes the "
-    "session modern: initialize is answered from it and never reaches the server",
+    "modern egress negotiation (server/discover): a DiscoverResult listing 2026-07-28 and an "
+    "initialize refused make the session modern: initialize is answered from the DiscoverResult",
     "[modern-upstream][server/discover]") {
   Fixture f;
   f.client->inject(kInitialize);
@@ -226,6 +248,9 @@ TEST_CASE(
   CHECK_FALSE(at(discover, "params._meta." + kLevelKey));
   CHECK(f.client->take().empty());
   f.server->inject(result_for(quoted(*at(discover, "id")), kDiscovered));
+  // Does it speak 2025 too? The client's initialize, refused: a 2026-only server.
+  CHECK(f.client->take().empty());
+  f.refuse_initialize(*f.server);
   const auto init = f.client_got();
   CHECK(at(init, "id") == "1");
   CHECK(at(init, "result.protocolVersion") == "2025-06-18");
@@ -245,6 +270,154 @@ TEST_CASE(
   CHECK(f.server->take().empty());
   // The splice saw initialize answered.
   CHECK(f.splice->pending(Splice::Side::client) == 0);
+}
+
+TEST_CASE(
+    "modern egress negotiation (a dual-era server): discover lists 2026-07-28 and initialize is "
+    "answered too: the session stays 2025, nothing translated, and the next session skips the "
+    "probe",
+    "[modern-upstream][server/discover]") {
+  auto memory = std::make_shared<ModernUpstream::EraMemory>();
+  std::vector<std::pair<Era, std::string>> told;
+  memory->on_change([&](Era e, const std::string& why) { told.emplace_back(e, why); });
+  {
+    Fixture f(Fixture::Setup{}.remembering(memory));
+    f.client->inject(kInitialize);
+    const auto discover = f.server_got();
+    f.server->inject(result_for(quoted(*at(discover, "id")), kDiscovered));
+    // The client's own initialize, unchanged: on HTTP it opens the upstream session it keeps.
+    CHECK(f.server_got() == kInitialize);
+    CHECK(f.client->take().empty());
+    const std::string init_result =
+        R"({"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"logging":{}},"serverInfo":{"name":"dual","version":"1"}}})";
+    f.server->inject(init_result);
+    CHECK(f.client_got() == init_result);
+    CHECK(f.adapter->era() == Era::legacy);
+    CHECK(memory->get() == Era::both);
+    CHECK(memory->why().find("speaks both eras") != std::string::npos);
+    REQUIRE(told.size() == 1);
+    CHECK(told[0].first == Era::both);
+    CHECK(told[0].second == memory->why());
+    // What only its 2025 side offers passes unchanged: setLevel, subscribe, its own requests.
+    for (const std::string m :
+         {R"({"jsonrpc":"2.0","method":"notifications/initialized"})",
+          R"({"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"info"}})",
+          R"({"jsonrpc":"2.0","id":3,"method":"resources/subscribe","params":{"uri":"a://b"}})"}) {
+      f.client->inject(m);
+      CHECK(f.server_got() == m);
+    }
+    const std::string elicit =
+        R"({"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{"message":"?"}})";
+    f.server->inject(elicit);
+    CHECK(f.client_got() == elicit);
+  }
+  Fixture next(Fixture::Setup{}.remembering(memory));
+  next.client->inject(kInitialize);
+  CHECK(next.server_got() == kInitialize);
+}
+
+TEST_CASE(
+    "modern egress negotiation (a dual-era stdio server): the copy answers discover and "
+    "initialize - the session's own child gets only the client's initialize",
+    "[modern-upstream][server/discover]") {
+  Fixture f(Fixture::Setup{}.probing());
+  f.client->inject(kInitialize);
+  REQUIRE(f.probe);
+  auto sent = f.probe->take();
+  REQUIRE(sent.size() == 1);
+  f.probe->inject(result_for(quoted(*at(sent[0], "id")), kDiscovered));
+  sent = f.probe->take();
+  REQUIRE(sent.size() == 1);
+  CHECK(at(sent[0], "method") == "initialize");
+  CHECK(at(sent[0], "params.capabilities") == at(kInitialize, "params.capabilities"));
+  CHECK(f.server->take().empty());
+  f.probe->inject(result_for(quoted(*at(sent[0], "id")),
+                             R"({"protocolVersion":"2025-06-18","capabilities":{}})"));
+  CHECK(f.probe->closed);
+  CHECK(f.client->take().empty());
+  CHECK(f.server_got() == kInitialize);
+  f.server->inject(R"({"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18"}})");
+  CHECK(at(f.client_got(), "result.protocolVersion") == "2025-06-18");
+  CHECK(f.adapter->era() == Era::legacy);
+  CHECK(f.memory->get() == Era::both);
+}
+
+namespace {
+
+// The initialize of the bridge's own ingress serving 2026-07-28 clients (its gateway).
+const std::string kGatewayInitialize =
+    R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
+    R"("capabilities":{"elicitation":{}},"clientInfo":{"name":"client2026","version":"1"},)"
+    R"("_meta":{"mcp-mqtt-bridge/readsInputKeys":true}}})";
+
+}  // namespace
+
+TEST_CASE(
+    "modern egress negotiation (a dual-era server): a session of the bridge's ingress serving "
+    "2026-07-28 clients is spoken to in 2026-07-28, which keeps the server's input keys - one "
+    "of a 2025 client in 2025",
+    "[modern-upstream][server/discover]") {
+  SECTION("known to speak both eras") {
+    auto memory = std::make_shared<ModernUpstream::EraMemory>();
+    memory->set(Era::both, "learnt before");
+    Fixture gw(Fixture::Setup{}.remembering(memory));
+    gw.client->inject(kGatewayInitialize);
+    const auto discover = gw.server_got();
+    CHECK(at(discover, "method") == "server/discover");
+    gw.server->inject(result_for(quoted(*at(discover, "id")), kDiscovered));
+    CHECK(at(gw.client_got(), "result.serverInfo.name") == "srv2");
+    CHECK(gw.adapter->era() == Era::modern);
+    CHECK(memory->get() == Era::both);
+    Fixture plain(Fixture::Setup{}.remembering(memory));
+    plain.client->inject(kInitialize);
+    CHECK(plain.server_got() == kInitialize);
+  }
+  SECTION("nothing known, over HTTP: straight to 2026-07-28, no initialize tried") {
+    Fixture gw;
+    gw.client->inject(kGatewayInitialize);
+    const auto discover = gw.server_got();
+    gw.server->inject(result_for(quoted(*at(discover, "id")), kDiscovered));
+    CHECK(at(gw.client_got(), "result.serverInfo.name") == "srv2");
+    CHECK(gw.adapter->era() == Era::modern);
+    CHECK(gw.memory->get() == Era::unknown);  // a 2025 session finds out
+    CHECK(at(gw.server_got(), "method") == "subscriptions/listen");
+  }
+  SECTION("nothing known, over stdio: the copy is asked both, the session goes 2026-07-28") {
+    Fixture gw(Fixture::Setup{}.probing());
+    gw.client->inject(kGatewayInitialize);
+    REQUIRE(gw.probe);
+    auto sent = gw.probe->take();
+    gw.probe->inject(result_for(quoted(*at(sent[0], "id")), kDiscovered));
+    sent = gw.probe->take();
+    REQUIRE(sent.size() == 1);
+    CHECK(at(sent[0], "method") == "initialize");
+    gw.probe->inject(result_for(quoted(*at(sent[0], "id")), R"({"protocolVersion":"2025-11-25"})"));
+    CHECK(gw.probe->closed);
+    CHECK(at(gw.client_got(), "result.serverInfo.name") == "srv2");
+    CHECK(gw.adapter->era() == Era::modern);
+    CHECK(gw.memory->get() == Era::both);
+    CHECK(at(gw.server_got(), "method") == "subscriptions/listen");
+  }
+}
+
+TEST_CASE(
+    "modern egress negotiation: a copy that answers discover but not initialize within the "
+    "probe timeout is a 2026-only server",
+    "[modern-upstream][server/discover]") {
+  Fixture f(Fixture::Setup{}.probing());
+  f.client->inject(kInitialize);
+  REQUIRE(f.probe);
+  auto sent = f.probe->take();
+  f.probe->inject(result_for(quoted(*at(sent[0], "id")), kDiscovered));
+  CHECK(at(f.probe->take().at(0), "method") == "initialize");
+  f.clock.advance(4999ms);
+  CHECK(f.client->take().empty());
+  f.clock.advance(1ms);
+  f.clock.advance(0ms);
+  CHECK(f.probe->closed);
+  CHECK(at(f.client_got(), "result.serverInfo.name") == "srv2");
+  CHECK(f.adapter->era() == Era::modern);
+  CHECK(f.memory->why().find("no answer to initialize within 5000 ms") != std::string::npos);
 }
 
 TEST_CASE(
@@ -373,6 +546,10 @@ TEST_CASE(
     REQUIRE(sent.size() == 1);
     CHECK(at(sent[0], "method") == "server/discover");
     f.probe->inject(result_for(quoted(*at(sent[0], "id")), kDiscovered));
+    // The initialize that tells whether the server speaks 2025 too goes to the copy as well.
+    CHECK_FALSE(f.probe->closed);
+    CHECK(f.server->take().empty());
+    f.refuse_initialize(*f.probe);
     CHECK(f.probe->closed);
     CHECK(at(f.client_got(), "result.serverInfo.name") == "srv2");
     // The session's own child: straight to 2026 requests (here the listen).
@@ -447,6 +624,7 @@ TEST_CASE("modern egress: a request sent before initialize is answered waits for
   f.client->inject(R"({"jsonrpc":"2.0","id":3,"method":"tools/list"})");
   CHECK(f.client->take().empty());
   f.server->inject(result_for(quoted(*at(discover, "id")), kDiscovered));
+  f.refuse_initialize(*f.server);
   const auto got = f.client->take();
   REQUIRE(got.size() == 2);
   CHECK(at(got[0], "id") == "1");
@@ -993,4 +1171,53 @@ TEST_CASE("modern egress: closing the session closes the upstream and the probe 
         "initialize was not answered: the bridge is stopping");
   f.clock.advance(60000ms);
   CHECK(f.server->take().empty());
+}
+
+TEST_CASE(
+    "modern egress (SEP-2243): a tools/call before anyone listed the tools waits for a listing of "
+    "the adapter's own, page by page, so the HTTP client can send its Mcp-Param headers - a "
+    "client's own complete listing teaches as well, and tools/list_changed forgets",
+    "[modern-upstream][streamable-http]") {
+  auto headers = std::make_shared<modern::ToolHeaders>();
+  Fixture f(Fixture::Setup{}.headers(headers));
+  const auto listen = f.modern_session();
+  f.client->inject(
+      R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"a","arguments":{"r":"x"}}})");
+  auto page = f.server_got();
+  CHECK(at(page, "method") == "tools/list");
+  CHECK(at(page, "params._meta." + kVersionKey) == "2026-07-28");
+  CHECK_FALSE(at(page, "params.cursor"));
+  f.server->inject(result_for(
+      quoted(*at(page, "id")),
+      R"({"tools":[{"name":"a","inputSchema":{"properties":{"r":{"x-mcp-header":"Region"}}}}],"nextCursor":"p2","resultType":"complete"})"));
+  page = f.server_got();
+  CHECK(at(page, "params.cursor") == "p2");
+  CHECK_FALSE(headers->listed());
+  f.server->inject(result_for(quoted(*at(page, "id")), R"({"tools":[],"resultType":"complete"})"));
+  CHECK(headers->listed());
+  REQUIRE(headers->of("a").size() == 1);
+  // Now the call, and nothing the adapter listed reached the client.
+  const auto call = f.server_got();
+  CHECK(at(call, "method") == "tools/call");
+  CHECK(f.client->take().empty());
+  f.server->inject(
+      result_for(quoted(*at(call, "id")), R"({"content":[],"resultType":"complete"})"));
+  CHECK(at(f.client_got(), "id") == "5");
+  // The next call goes at once.
+  f.client->inject(R"({"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"a"}})");
+  CHECK(at(f.server_got(), "method") == "tools/call");
+  // The tools changed: learn again, here from the client's own listing.
+  f.server->inject(
+      R"({"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":)" +
+      listen + "}}}");
+  CHECK(at(f.client_got(), "method") == "notifications/tools/list_changed");
+  CHECK_FALSE(headers->listed());
+  f.client->inject(R"({"jsonrpc":"2.0","id":7,"method":"tools/list"})");
+  const auto list = f.server_got();
+  f.server->inject(result_for(
+      quoted(*at(list, "id")),
+      R"({"tools":[{"name":"b","inputSchema":{"properties":{"k":{"x-mcp-header":"Key"}}}}],"resultType":"complete"})"));
+  CHECK(at(f.client_got(), "id") == "7");
+  CHECK(headers->listed());
+  CHECK(headers->of("b").size() == 1);
 }

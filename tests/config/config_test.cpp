@@ -119,7 +119,7 @@ TEST_CASE("mcpServers entries in the desktop-host form", "[config]") {
   const auto& w = c.servers[1];
   CHECK(w.is_http());
   CHECK(w.headers.at("Authorization") == "Bearer s3cret");
-  CHECK(w.max_sessions == 32);
+  CHECK(w.max_sessions == 256);  // egress.max_sessions_per_http_server
   CHECK(c.find_server("tools/weather") == &c.servers[1]);
   CHECK(c.find_server("off/one") == nullptr);
 }
@@ -527,29 +527,68 @@ TEST_CASE("events.webhooks: off by default, a database required when on, bounds 
 }
 
 TEST_CASE(
-    "limits of issue 20: the idle floors that make room at max_sessions and the byte bounds of "
-    "the queues toward slow clients, with their defaults",
+    "limits: the idle floors that spare recent sessions at max_sessions, in milliseconds (the "
+    "older whole-second keys still read), and the byte bounds of the queues toward slow clients",
     "[config][limits]") {
   auto d = good("{}");
-  CHECK(d.egress.idle_floor_s == 5);
-  CHECK(d.http.limits.idle_floor_s == 5);
+  // 0: at a limit the least recently active session makes room however recently it was used.
+  CHECK(d.egress.idle_floor_ms == 0);
+  CHECK(d.http.limits.idle_floor_ms == 0);
   CHECK(d.http.limits.stream_queue_bytes == 16u << 20);
   CHECK(d.http.limits.session_backlog_bytes == 4u << 20);
   CHECK(d.http.limits.replay_buffer_bytes == 4u << 20);
   CHECK(d.ingress.modern.max_waiting_bytes == 32u << 20);
   auto c = good(R"({
-    "egress": { "idle_floor_s": 0 },
-    "http": { "limits": { "idle_floor_s": 30, "stream_queue_bytes": 65536,
+    "egress": { "idle_floor_ms": 250 },
+    "http": { "limits": { "idle_floor_ms": 30, "stream_queue_bytes": 65536,
                           "session_backlog_bytes": 0, "replay_buffer_bytes": 1000 } },
     "ingress": { "modern": { "max_waiting_bytes": 2048 } }
   })");
-  CHECK(c.egress.idle_floor_s == 0);
-  CHECK(c.http.limits.idle_floor_s == 30);
+  CHECK(c.egress.idle_floor_ms == 250);
+  CHECK(c.http.limits.idle_floor_ms == 30);
   CHECK(c.http.limits.stream_queue_bytes == 65536);
   CHECK(c.http.limits.session_backlog_bytes == 0);
   CHECK(c.http.limits.replay_buffer_bytes == 1000);
   CHECK(c.ingress.modern.max_waiting_bytes == 2048);
+  auto old = good(R"({"egress": {"idle_floor_s": 3}, "http": {"limits": {"idle_floor_s": 2}}})");
+  CHECK(old.egress.idle_floor_ms == 3000);
+  CHECK(old.http.limits.idle_floor_ms == 2000);
+  CHECK(only_problem(R"({"egress": {"idle_floor_ms": -1}})").path == "egress.idle_floor_ms");
   CHECK(only_problem(R"({"egress": {"idle_floor_s": -1}})").path == "egress.idle_floor_s");
+  const auto both = only_problem(R"({"egress": {"idle_floor_s": 1, "idle_floor_ms": 5}})");
+  CHECK(both.path == "egress.idle_floor_ms");
+  CHECK(both.message.find("idle_floor_s") != std::string::npos);
   CHECK(only_problem(R"({"http": {"limits": {"stream_queue_bytes": 10}}})").path ==
         "http.limits.stream_queue_bytes");
+}
+
+TEST_CASE(
+    "limits: a server's max_sessions defaults by what its sessions cost (a stdio session is a "
+    "process, an HTTP one an upstream session), and a stdio server's children have a memory bound",
+    "[config][limits]") {
+  const std::string servers =
+      R"("mcpServers": {"a/stdio": {"command": "x"}, "a/http": {"url": "http://127.0.0.1:1/mcp"},
+                        "a/own": {"command": "x", "max_sessions": 3, "max_memory_mb": 0}})";
+  auto d = good("{" + servers + "}");
+  CHECK(d.egress.max_sessions_per_stdio_server == 32);
+  CHECK(d.egress.max_sessions_per_http_server == 256);
+  CHECK(d.egress.max_memory_per_stdio_server_mb == 4096);
+  CHECK(d.find_server("a/stdio")->max_sessions == 32);
+  CHECK(d.find_server("a/stdio")->max_memory_mb == 4096);
+  CHECK(d.find_server("a/http")->max_sessions == 256);
+  CHECK(d.find_server("a/http")->max_memory_mb == 0);
+  CHECK(d.find_server("a/own")->max_sessions == 3);
+  CHECK(d.find_server("a/own")->max_memory_mb == 0);  // no bound
+  // The older key sets both defaults; a kind's own key wins over it.
+  auto both = good(R"({"egress": {"max_sessions_per_server": 64, "max_sessions_per_http_server": 9,
+                                  "max_memory_per_stdio_server_mb": 100}, )" +
+                   servers + "}");
+  CHECK(both.find_server("a/stdio")->max_sessions == 64);
+  CHECK(both.find_server("a/stdio")->max_memory_mb == 100);
+  CHECK(both.find_server("a/http")->max_sessions == 9);
+  CHECK(only_problem(
+            R"({"mcpServers": {"a/http": {"url": "http://127.0.0.1:1/mcp", "max_memory_mb": 5}}})")
+            .path == R"(mcpServers."a/http".max_memory_mb)");
+  CHECK(only_problem(R"({"egress": {"max_sessions_per_http_server": 0}})").path ==
+        "egress.max_sessions_per_http_server");
 }

@@ -305,11 +305,18 @@ TEST_CASE(
                            std::to_string(port) + R"("}, "mcpServers": {}})",
                        {{"NOTIFY_SOCKET", manager.address()}, {"WATCHDOG_USEC", "400000"}});
   REQUIRE(bridge.wait_for_log("HTTP ingress on"));
-  // Watchdog keep-alives come from the start; READY does not while the broker is down.
-  auto first = manager.receive(3s);
-  REQUIRE(first);
-  CHECK(first->text == "WATCHDOG=1");
-  CHECK(first->sender_pid == bridge.pid());
+  // Watchdog keep-alives come from the start, and the status line says why the daemon is not
+  // ready; READY does not come while the broker is down.
+  std::optional<NotifySocket::Datagram> watchdog, status;
+  for (auto d = manager.receive(3s); d && !(watchdog && status); d = manager.receive(3s)) {
+    CHECK(d->sender_pid == bridge.pid());
+    CHECK(d->fields().count("READY") == 0);
+    if (d->text == "WATCHDOG=1") watchdog = d;
+    if (d->fields().count("STATUS")) status = d;
+  }
+  REQUIRE(watchdog);
+  REQUIRE(status);
+  CHECK(status->fields()["STATUS"].rfind("not ready: ingress: ", 0) == 0);
   CHECK_FALSE(manager.wait_for("READY", "1", 1500ms));
 
   broker.restart();

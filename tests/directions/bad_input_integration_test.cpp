@@ -33,7 +33,8 @@ TEST_CASE(
   BridgeProcess bridge({}, R"({"mqtt": {"url": ")" + broker.url() + R"("},
         "http": {"listen": "127.0.0.1:)" +
                                std::to_string(port) + R"(",
-                 "limits": {"max_body_bytes": 4096, "max_sessions": 1, "max_connections": 4}},
+                 "limits": {"max_body_bytes": 4096, "max_sessions": 1, "max_connections": 4,
+                            "idle_floor_ms": 600000}},
         "ingress": {"default_server": "demo/everything", "presence_wait_ms": 500,
                     "server_name_filters": ["demo/#", "nobody/#"]},
         "timeouts": {"tools/call": 1},
@@ -130,7 +131,7 @@ TEST_CASE(
         "(mcp-mqtt-bridge)");
   CHECK(bridge.wait_for_log("tools/call 7 timed out after 1 s"));
 
-  // Too many sessions (http.limits.max_sessions 1).
+  // Too many sessions (http.limits.max_sessions 1; the idle floor spares the one session).
   r = post(post_headers(host), "/mcp", initialize_body(5));
   CHECK(r.status == 503);
   CHECK(r.error_message() ==

@@ -175,7 +175,7 @@ TEST_CASE(
                         "max_sessions": 1 },
         "test/missing": { "command": "/nonexistent/mcp-server" }
       })",
-          R"("timeouts": {"initialize": 2}, "egress": {"terminate_after_ms": 200, "kill_after_ms": 200, "idle_floor_s": 3600}, )"));
+          R"("timeouts": {"initialize": 2}, "egress": {"terminate_after_ms": 200, "kill_after_ms": 200, "idle_floor_ms": 3600000}, )"));
   REQUIRE(bridge->wait_for_log("[server test/missing] online"));
   REQUIRE(bridge->wait_for_log("[server test/silent] online"));
   REQUIRE(bridge->wait_for_log("[server test/noisy] online"));
@@ -252,4 +252,43 @@ TEST_CASE("stdio egress: SIGTERM clears presence, tells clients and leaves no ch
   REQUIRE(cleared);
   CHECK(cleared->payload.empty());
   CHECK_FALSE(pid_alive(child));
+}
+
+TEST_CASE(
+    "stdio egress, the children's memory bound (max_memory_mb): past it a new client's "
+    "initialize closes the least recently active session with nothing in flight, and is refused "
+    "with the bound's reason while every session is busy",
+    "[egress][limits]") {
+  Mosquitto broker;
+  // 1 MiB: one child of the test server alone holds more, so every second session is past it.
+  auto bridge = std::make_unique<BridgeProcess>(
+      std::vector<std::string>{},
+      config_with(broker, R"({"test/mem": {"command": ")" MCPMQTT_TEST_SERVER
+                          R"(", "protocol": "legacy", "max_memory_mb": 1}})"));
+  REQUIRE(bridge->wait_for_log("[server test/mem] online"));
+  // (Clients are made first: discovering the server takes a while under the sanitizers.)
+  McpMqttClient a(broker.url(), "test/mem"), b(broker.url(), "test/mem"),
+      c(broker.url(), "test/mem");
+  REQUIRE(a.initialize());
+  const int slow = a.send_request(
+      "tools/call", R"({"name":"sleep","arguments":{"ms":3000},"_meta":{"progressToken":1}})");
+  REQUIRE(a.next_containing("notifications/progress", 10s));  // the child has it: a is busy
+  auto refused = b.initialize();
+  REQUIRE(refused);
+  INFO(*refused);
+  INFO(bridge->log());
+  CHECK(json_at(*refused, "error.code") == "-32000");
+  const auto message = json_at(*refused, "error.message").value_or("");
+  CHECK(message.rfind("test/mem holds ", 0) == 0);
+  CHECK(message.find(" MiB in its 1 children, and one more would pass its max_memory_mb (1 "
+                     "MiB); try again later") != std::string::npos);
+
+  // a's call answered: a is idle, and the next client takes its place.
+  REQUIRE(a.response(slow, 10s));
+  auto served = c.initialize();
+  REQUIRE(served);
+  CHECK(json_at(*served, "result").has_value());
+  CHECK(a.next_containing("notifications/disconnected", 10s));
+  CHECK(bridge->wait_for_log("closed to make room for a new session (test/mem holds "));
+  CHECK(eventually([&] { return children_of(bridge->pid()).size() == 1; }));
 }

@@ -35,6 +35,7 @@
 #include "tests/support/mosquitto.hpp"
 #include "tests/support/mqtt_mcp_client.hpp"
 #include "tests/support/node_tools.hpp"
+#include "tests/support/notify_socket.hpp"
 #include "tests/support/observer.hpp"
 #include "tests/support/proc_stats.hpp"
 #include "tests/support/sanitizers.hpp"
@@ -370,7 +371,7 @@ TEST_CASE(
   CHECK(r.fds_to == r.fds_from);
   const auto ready = get(bridge, "/readyz");
   CHECK(ready.status == 503);
-  CHECK(ready.body.rfind("not ready: cannot connect to " + broker.url() + ": ", 0) == 0);
+  CHECK(ready.body.rfind("not ready: ingress: cannot connect to " + broker.url() + ": ", 0) == 0);
   CHECK(ready.body.find("refused") != std::string::npos);
   once_per_step(bridge.proc->log(), "cannot connect to " + broker.url());
 
@@ -393,7 +394,7 @@ TEST_CASE(
   const auto ready = get(bridge, "/readyz");
   CHECK(ready.status == 503);
   INFO(ready.body);
-  CHECK(ready.body.rfind("not ready: cannot connect to " + silent.url() + ": ", 0) == 0);
+  CHECK(ready.body.rfind("not ready: ingress: cannot connect to " + silent.url() + ": ", 0) == 0);
   CHECK(ready.body.find("CONNACK") != std::string::npos);
   once_per_step(bridge.proc->log(), "cannot connect to " + silent.url());
   // Each timed-out attempt closed its socket: at most the one being tried is open.
@@ -418,12 +419,72 @@ TEST_CASE(
   const auto ready = get(bridge, "/readyz");
   CHECK(ready.status == 503);
   INFO(ready.body);
-  CHECK(ready.body.rfind("not ready: cannot connect to " + broker.url() + ": ", 0) == 0);
+  CHECK(ready.body.rfind("not ready: ingress: cannot connect to " + broker.url() + ": ", 0) == 0);
   CHECK(ready.body.find("mqtt.password_file") != std::string::npos);
   const auto log = bridge.proc->log();
   once_per_step(log, "cannot connect to " + broker.url());
   CHECK(log.find("wrong-password") == std::string::npos);
   CHECK(tcp_connections_to(bridge.proc->pid(), broker.port()) == 0);
+}
+
+TEST_CASE(
+    "faults 2: a broker whose ACL refuses one published server's presence (PUBACK 0x87) - "
+    "/readyz and systemd's status line say not ready, naming that server and the broker's "
+    "reason, while the ingress and the other server are up",
+    "[faults]") {
+  // Mosquitto as users lock it down: a password file and an ACL that lets the bridge's user
+  // publish presence for good/one only. Mosquitto 2.0 accepts bad/one's connection (it checks
+  // a will only when it fires) and refuses its retained online message with PUBACK 0x87: no
+  // client can discover bad/one. (A broker that refuses the will at CONNECT, as ejabberd does,
+  // gives a CONNACK reason code instead, which /readyz names the same way.)
+  TempDir acl_dir;
+  const std::string acl = acl_dir.path() + "/acl";
+  std::ofstream(acl) << "user bridge\n"
+                        "topic readwrite $mcp-client/#\n"
+                        "topic readwrite $mcp-rpc/#\n"
+                        "topic read $mcp-server/#\n"
+                        "topic readwrite $mcp-server/presence/+/good/one\n"
+                        "topic readwrite $mcp-server/+/good/one\n"
+                        "topic readwrite $mcp-server/capability/+/good/one\n";
+  Mosquitto::Options o;
+  o.username = "bridge";
+  o.password = "the-password";
+  o.extra_config = "acl_file " + acl + "\n";
+  Mosquitto broker(o);
+  NotifySocket manager;
+  Bridge bridge(broker.url(), "{" + test_server("good/one") + ", " + test_server("bad/one") + "}",
+                "good/one", "", "", kSlowBackoff + R"(, "username": "bridge")",
+                {{"MCPMQTT_MQTT_PASSWORD", "the-password"}, {"NOTIFY_SOCKET", manager.address()}});
+  REQUIRE(bridge.proc->wait_for_log("[server good/one] online"));
+  // The ingress's own connection is up: its directory saw good/one's presence.
+  REQUIRE(bridge.proc->wait_for_log("[directory] good/one online"));
+
+  HttpResult ready;
+  CHECK(eventually(
+      [&] {
+        ready = get(bridge, "/readyz");
+        return ready.body.find("Not authorized (0x87)") != std::string::npos;
+      },
+      10s));
+  INFO(ready.body);
+  CHECK(ready.status == 503);
+  CHECK(ready.body.rfind("not ready: server bad/one: cannot announce presence on "
+                         "$mcp-server/presence/",
+                         0) == 0);
+  CHECK(ready.body.find("/bad/one: the broker refused the publication: Not authorized (0x87)") !=
+        std::string::npos);
+  CHECK(ready.body.find("good/one") == std::string::npos);
+  CHECK(ready.body.find("ingress") == std::string::npos);
+  // READY=1 never came; the status line says the same as /readyz.
+  std::optional<NotifySocket::Datagram> status;
+  for (auto d = manager.receive(5s); d; d = manager.receive(2s)) {
+    CHECK(d->fields().count("READY") == 0);
+    if (d->fields()["STATUS"].find("bad/one") != std::string::npos) status = d;
+  }
+  REQUIRE(status);
+  CHECK(status->fields()["STATUS"].rfind("not ready: server bad/one: ", 0) == 0);
+  CHECK(status->fields()["STATUS"].find("Not authorized (0x87)") != std::string::npos);
+  CHECK(bridge.proc->log().find("the-password") == std::string::npos);
 }
 
 TEST_CASE(

@@ -18,6 +18,7 @@
 #include "tests/support/mosquitto.hpp"
 #include "tests/support/mqtt_mcp_client.hpp"
 #include "tests/support/node_tools.hpp"
+#include "tests/support/observer.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace mcpmqtt::test;
@@ -299,16 +300,44 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "modern egress: a dual-era server is spoken to in 2026-07-28 under \"auto\", and in 2025 "
-    "with \"protocol\": \"legacy\", its own server→client requests passing unchanged",
+    "modern egress: a dual-era server is spoken to in 2025 under \"auto\" (it loses nothing on "
+    "an MQTT session, over stdio and HTTP alike) and with \"protocol\": \"legacy\", its own "
+    "server→client requests passing unchanged - presence says which era and why",
     "[egress][modern]") {
   Mosquitto broker;
-  SECTION("auto") {
-    auto bridge = publish(broker, stdio_entry("allow"));
+  auto exercise = [&](BridgeProcess& bridge) {
     McpMqttClient client(broker.url(), kName);
-    REQUIRE(client.initialize(R"({"elicitation":{}})"));
+    auto init = client.initialize(R"({"elicitation":{}})");
+    REQUIRE(init);
+    CHECK(json_at(*init, "result.serverInfo.name") == "mcp-mqtt-bridge-sdk2-server");
     auto echo = client.request("tools/call", R"({"name":"echo","arguments":{"message":"x"}})");
-    CHECK(report(echo, "era") == "modern");
+    CHECK(report(echo, "era") == "legacy");
+    // What only the 2025 side has: logging/setLevel reaches the server itself.
+    auto level = client.request("logging/setLevel", R"({"level":"error"})");
+    REQUIRE(level);
+    CHECK(json_at(*level, "result") == "{}");
+    CHECK(bridge.wait_for_log("speaks both eras"));
+    // 004 §Service Registration: the retained presence names the era and why.
+    Observer presence(broker.url());
+    presence.subscribe("$mcp-server/presence/+/" + kName);
+    std::optional<std::string> era;
+    for (auto m = presence.next(5s); m && !era; m = presence.next(5s)) {
+      if (json_at(m->payload, "params.meta.mcp-mqtt-bridge/upstream.era") == "both")
+        era = m->payload;
+    }
+    REQUIRE(era);
+    CHECK(json_at(*era, "params.meta.mcp-mqtt-bridge/upstream.why")
+              .value_or("")
+              .find("speaks both eras") != std::string::npos);
+  };
+  SECTION("auto, stdio") {
+    auto bridge = publish(broker, stdio_entry("allow"));
+    exercise(*bridge);
+  }
+  SECTION("auto, HTTP") {
+    NodeHttpServer upstream(sdk2_server_script(), {"--http", "--port", "0", "--legacy", "allow"});
+    auto bridge = publish(broker, url_entry(upstream.url));
+    exercise(*bridge);
   }
   SECTION("legacy") {
     auto bridge = publish(broker, stdio_entry("allow", R"(, "protocol": "legacy")"));
@@ -436,7 +465,8 @@ TEST_CASE(
 
 TEST_CASE(
     "modern egress: the conformance suite (requirements 2025-11-25) through the HTTP ingress "
-    "and the stdio egress in front of the v2 fixture gives the same result as directly",
+    "and the stdio egress in front of the v2 fixture serving 2026-07-28 only (every session "
+    "translated) gives the same result as the dual-era fixture directly",
     "[egress][modern][conformance]") {
   TempDir out;
   std::string log;
@@ -448,7 +478,8 @@ TEST_CASE(
   Mosquitto broker;
   Bridge bridge(broker,
                 "{" + quote("test/fixture2") + R"(: {"command": )" + quote(node_binary()) +
-                    R"(, "args": [)" + quote(fixture2_script()) + R"(, "--stdio"]}})",
+                    R"(, "args": [)" + quote(fixture2_script()) +
+                    R"(, "--stdio", "--legacy", "reject"]}})",
                 "test/fixture2", R"("egress": {"max_sessions_per_server": 64}, )");
   REQUIRE(bridge.proc->wait_for_log("[directory] test/fixture2 online"));
   auto b = run_conformance_requirements(bridge.url(), out.path() + "/bridged", "2025-11-25", &log);

@@ -423,11 +423,16 @@ TEST_CASE(
 namespace {
 
 // Result A (the v2 fixture directly) and B (the same fixture behind the bridge: HTTP ingress →
-// Mosquitto → stdio egress → conformance-server2.mjs --stdio) of one requirement set.
+// Mosquitto → the stdio egress in front of conformance-server2.mjs --stdio, or the HTTP egress
+// in front of conformance-server2.mjs --http) of one requirement set. The fixture speaks both
+// eras: under "protocol": "auto" the egress speaks 2025 to it, which loses nothing on the MQTT
+// session (a 2026-07-28 client's requests are translated at the ingress).
+enum class Upstream { stdio, http };
 struct Conformance {
   TempDir out;
   std::string a, b;
-  Conformance(const std::string& requirements, int min_scenarios) {
+  std::string bridge_log;
+  Conformance(const std::string& requirements, int min_scenarios, Upstream upstream) {
     mp::Fixture2HttpServer direct;
     std::string log;
     auto ra = mp::run_conformance(direct.url, out.path() + "/direct", requirements, &log);
@@ -440,32 +445,36 @@ struct Conformance {
     REQUIRE(all_pass.exit_code == 0);
 
     Mosquitto broker;
-    Bridge bridge(broker,
-                  R"({"test/fixture2": {"command": ")" + node_binary() + R"(", "args": [")" +
-                      mp::fixture2_script() + R"(", "--stdio"]}})",
-                  "test/fixture2", R"("egress": {"max_sessions_per_server": 128}, )");
+    const std::string entry = upstream == Upstream::stdio
+                                  ? R"({"test/fixture2": {"command": ")" + node_binary() +
+                                        R"(", "args": [")" + mp::fixture2_script() +
+                                        R"(", "--stdio"]}})"
+                                  : R"({"test/fixture2": {"url": ")" + direct.url + R"("}})";
+    Bridge bridge(broker, entry, "test/fixture2",
+                  R"("egress": {"max_sessions_per_server": 128}, )");
     REQUIRE(bridge.proc->wait_for_log("[directory] test/fixture2 online"));
     auto rb = mp::run_conformance(bridge.url(), out.path() + "/bridged", requirements, &log);
     INFO(log);
     REQUIRE(rb);
     b = *rb;
+    bridge_log = bridge.proc->log();
   }
 };
 
 }  // namespace
 
-TEST_CASE(
-    "modern ingress: the conformance suite 0.2.0-alpha.12 --requirements 2026-07-28 gives the "
-    "same result through the bridge (HTTP ingress, Mosquitto, stdio egress speaking 2026-07-28 "
-    "to the fixture) as against the v2 fixture directly, scenario by scenario and check by check",
-    "[modern-ingress][conformance][serial]") {
-  Conformance run("2026-07-28", 37);
-  // The egress carries the fixture's input keys over MQTT (bridge keys inputKey/inputRound), so
-  // the ingress invents none and the MRTR scenarios agree. One check may differ, on timing only:
-  // the first request with a new capability set waits for a new MQTT session and, behind the
-  // stdio egress, for a child process to start (Node: a few hundred ms, more on a loaded
-  // machine), and server-stateless's streaming probe gives the whole exchange 600 ms. On an idle
-  // machine it passes through the bridge too.
+namespace {
+
+void same_as_direct_2026(Upstream upstream) {
+  Conformance run("2026-07-28", 37, upstream);
+  // The clients of these sessions are the ingress's gateway (2026-07-28 clients): the egress
+  // speaks 2026-07-28 to the dual-era fixture for them, and carries its input keys over MQTT
+  // (bridge keys inputKey/inputRound), so the ingress invents none and the MRTR scenarios agree.
+  // One check may differ, on timing only: the first request with a new capability set
+  // waits for a new MQTT session and, behind the stdio egress, for a child process to start
+  // (Node: a few hundred ms, more on a loaded machine), and server-stateless's streaming probe
+  // gives the whole exchange 600 ms. On an idle machine it passes through the bridge too.
+  CHECK(run.bridge_log.find("the session is translated") != std::string::npos);
   const std::set<std::string> known = {
       "server-stateless/sep-2575-http-server-no-independent-requests-on-stream"};
   auto same = mp::compare_except(run.a, run.b, false, known);
@@ -476,20 +485,52 @@ TEST_CASE(
   CHECK(strict.unexpected.empty());
 }
 
-TEST_CASE(
-    "modern ingress: the conformance suite 0.2.0-alpha.12 --requirements 2025-11-25 gives the "
-    "same result through the bridge as against the v2 fixture directly",
-    "[modern-ingress][conformance][serial]") {
-  Conformance run("2025-11-25", 30);
+void same_as_direct_2025(Upstream upstream) {
+  Conformance run("2025-11-25", 30, upstream);
+  CHECK(run.bridge_log.find("speaks both eras") != std::string::npos);
   auto all_pass = compare_conformance({"--all-pass", run.b, "--min-scenarios", "30"});
   INFO(all_pass.out);
   CHECK(all_pass.exit_code == 0);
   // server-sse-polling (pending, unscored): the bridge does not close a stream mid-call (SEP-1699)
-  // on its own, so one check is absent through it (digest §13).
+  // on its own, so one check is absent through it.
   auto strict = mp::compare_except(run.a, run.b, true, {"server-sse-polling"});
   INFO(strict.output);
   CHECK(strict.unexpected.empty());
   auto same = mp::compare_except(run.a, run.b, false, {});
   INFO(same.output);
   CHECK(same.unexpected.empty());
+}
+
+}  // namespace
+
+TEST_CASE(
+    "modern ingress: the conformance suite 0.2.0-alpha.12 --requirements 2026-07-28 gives the "
+    "same result through the bridge (HTTP ingress, Mosquitto, stdio egress) as against the "
+    "dual-era v2 fixture directly, scenario by scenario and check by check",
+    "[modern-ingress][conformance][serial]") {
+  same_as_direct_2026(Upstream::stdio);
+}
+
+TEST_CASE(
+    "modern ingress: the conformance suite 0.2.0-alpha.12 --requirements 2026-07-28 gives the "
+    "same result through the bridge (HTTP ingress, Mosquitto, HTTP egress) as against the "
+    "dual-era v2 fixture directly, scenario by scenario and check by check",
+    "[modern-ingress][http-egress][conformance][serial]") {
+  same_as_direct_2026(Upstream::http);
+}
+
+TEST_CASE(
+    "modern ingress: the conformance suite 0.2.0-alpha.12 --requirements 2025-11-25 gives the "
+    "same result through the bridge (stdio egress) as against the dual-era v2 fixture directly",
+    "[modern-ingress][conformance][serial]") {
+  same_as_direct_2025(Upstream::stdio);
+}
+
+TEST_CASE(
+    "modern ingress: the conformance suite 0.2.0-alpha.12 --requirements 2025-11-25 gives the "
+    "same result through the bridge (HTTP egress) as against the dual-era v2 fixture directly: "
+    "nothing of its 2025 side is lost (sampling and elicitation inside tools, logging/setLevel, "
+    "resources/subscribe)",
+    "[modern-ingress][http-egress][conformance][serial]") {
+  same_as_direct_2025(Upstream::http);
 }

@@ -136,7 +136,7 @@ TEST_CASE("http_server_options: the listener, its checks and its limits", "[dire
   h.json_response = true;
   h.limits.max_sessions = 5;
   h.limits.keepalive_interval_s = 3;
-  h.limits.idle_floor_s = 7;
+  h.limits.idle_floor_ms = 7;
   h.limits.stream_queue_bytes = 100000;
   h.limits.session_backlog_bytes = 2000;
   h.limits.replay_buffer_bytes = 3000;
@@ -149,7 +149,7 @@ TEST_CASE("http_server_options: the listener, its checks and its limits", "[dire
   CHECK(o.json_response);
   CHECK(o.limits.max_sessions == 5);
   CHECK(o.limits.keepalive_interval_s == 3);
-  CHECK(o.limits.idle_floor_s == 7);
+  CHECK(o.limits.idle_floor_ms == 7);
   CHECK(o.limits.stream_queue_bytes == 100000);
   CHECK(o.limits.session_backlog_bytes == 2000);
   CHECK(o.limits.replay_buffer_bytes == 3000);

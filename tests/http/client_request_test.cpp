@@ -50,20 +50,23 @@ TEST_CASE(
 
 TEST_CASE(
     "client requests (streamable-http §Standard Request Headers): a 2026-07-28 POST has "
-    "MCP-Protocol-Version, Mcp-Method and Mcp-Name, and no session whatever the context holds",
+    "MCP-Protocol-Version, Mcp-Method, Mcp-Name and Mcp-Param-{Name}, and no session whatever "
+    "the context holds",
     "[http][client][modern]") {
   const Url u = url("http://127.0.0.1:9000/mcp");
   const std::vector<Header> extra = {{"Authorization", "Bearer t0k3n"}};
   RequestContext ctx{&u, &extra, "sess-1", "2025-06-18"};
-  const ClientRequest req =
-      build_modern_post(ctx, "{}", ModernHeaders{"2026-07-28", "tools/call", "=?base64?eA==?="});
+  const ClientRequest req = build_modern_post(
+      ctx, "{}",
+      ModernHeaders{"2026-07-28", "tools/call", "=?base64?eA==?=", {{"Mcp-Param-region", "eu"}}});
   CHECK(field(req, "MCP-Protocol-Version") == "2026-07-28");
   CHECK(field(req, "Mcp-Method") == "tools/call");
   CHECK(field(req, "Mcp-Name") == "=?base64?eA==?=");
+  CHECK(field(req, "Mcp-Param-Region") == "eu");  // SEP-2243
   CHECK(field(req, "Mcp-Session-Id") == "<absent>");
   CHECK(field(req, "Authorization") == "Bearer t0k3n");
   CHECK(field(req, "Accept") == "application/json, text/event-stream");
-  const ClientRequest note = build_modern_post(ctx, "{}", ModernHeaders{"2026-07-28", "", ""});
+  const ClientRequest note = build_modern_post(ctx, "{}", ModernHeaders{"2026-07-28", "", "", {}});
   CHECK(field(note, "Mcp-Method") == "<absent>");
   CHECK(field(note, "Mcp-Name") == "<absent>");
   for (const char* reserved : {"Mcp-Method", "mcp-name"}) {

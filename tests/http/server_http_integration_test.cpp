@@ -271,7 +271,7 @@ TEST_CASE("http: bearer tokens guard every route but /healthz", "[http][integrat
 TEST_CASE("http: max_sessions → 503, and a DELETE makes room again", "[http][integration]") {
   TestServer ts(config_with([](auto& c) {
     c.limits.max_sessions = 2;
-    c.limits.idle_floor_s = 3600;  // no session is idle long enough to make room
+    c.limits.idle_floor_ms = 3600000;  // no session is idle long enough to make room
   }));
   const auto a = open_session(ts);
   const auto b = open_session(ts);
@@ -288,38 +288,41 @@ TEST_CASE("http: max_sessions → 503, and a DELETE makes room again", "[http][i
 }
 
 TEST_CASE(
-    "http: at max_sessions the session idle the longest past http.limits.idle_floor_s makes room "
-    "and answers 404 afterwards, one with an open stream or newer than the floor never does, "
-    "and with none to close the refusal is the 503 of before",
+    "http: at max_sessions the least recently active session with nothing in flight and no "
+    "open stream makes room however recently it was used, and answers 404 afterwards - one with "
+    "an open stream never does, and with none to close the refusal is a 503",
     "[http][integration][limits]") {
-  TestServer ts(config_with([](auto& c) {
-    c.limits.max_sessions = 3;
-    c.limits.idle_floor_s = 2;
-  }));
-  const auto a = open_session(ts);  // idle the longest
+  TestServer ts(config_with([](auto& c) { c.limits.max_sessions = 3; }));
+  // Opens a GET stream on `sid` and keeps it open (busy, however quiet).
+  std::vector<std::unique_ptr<RawClient>> streams;
+  auto hold_stream = [&](const std::string& sid) {
+    streams.push_back(std::make_unique<RawClient>(ts.endpoint));
+    streams.back()->send(bhttp::verb::get, "/mcp", get_headers(ts.host(), sid));
+    REQUIRE(streams.back()->read_header().status == 200);
+  };
+  const auto a = open_session(ts);  // the least recently active
   const auto b = open_session(ts);  // idle, since a little later
-  const auto s = open_session(ts);  // keeps its GET stream open: busy, however quiet
-  RawClient stream(ts.endpoint);
-  stream.send(bhttp::verb::get, "/mcp", get_headers(ts.host(), s));
-  REQUIRE(stream.read_header().status == 200);
-  // The floor is what is being tested: let it pass for a and b (and s, which is busy).
-  std::this_thread::sleep_for(2500ms);
+  const auto s = open_session(ts);
+  hold_stream(s);
 
   auto ended = [&](const std::string& sid) {
     RawClient c(ts.endpoint);
     return c.request(bhttp::verb::post, "/mcp", post_headers(ts.host(), sid, "2025-11-25"),
                      request_body(5, "tools/list"));
   };
-  const auto c = open_session(ts);  // a makes room
+  const auto c = open_session(ts);  // a makes room at once
   auto gone = ended(a);
   CHECK(gone.status == 404);
   REQUIRE(ts.backend.wait_closed(0));
   const auto why = ts.backend.closed(0);
   CHECK(why->kind == mcpmqtt::bridge::CloseReason::Kind::timeout);
-  CHECK(why->detail.find("http.limits.idle_floor_s") != std::string::npos);
+  CHECK(why->detail.find("closed to make room for a new session (http.limits.max_sessions 3): "
+                         "the least recently active") != std::string::npos);
+  hold_stream(c);
   const auto d = open_session(ts);  // then b
   CHECK(ended(b).status == 404);
-  // c and d are newer than the floor, s has a stream open: nobody to close.
+  hold_stream(d);
+  // s, c and d have a stream open: nobody to close.
   RawClient e(ts.endpoint);
   auto full = e.request(bhttp::verb::post, "/mcp", post_headers(ts.host()), initialize_body());
   CHECK(full.status == 503);
@@ -332,6 +335,24 @@ TEST_CASE(
   check_still_serving(ts, d, false);
   CHECK(ts.server().metrics_text().find("mcpmqtt_http_sessions_evicted_total 2") !=
         std::string::npos);
+}
+
+TEST_CASE(
+    "http: at max_sessions with http.limits.idle_floor_ms, a session active within the floor is "
+    "spared and one quiet for longer makes room",
+    "[http][integration][limits]") {
+  TestServer ts(config_with([](auto& c) {
+    c.limits.max_sessions = 1;
+    c.limits.idle_floor_ms = 300;
+  }));
+  const auto a = open_session(ts);
+  RawClient c(ts.endpoint);
+  CHECK(c.request(bhttp::verb::post, "/mcp", post_headers(ts.host()), initialize_body()).status ==
+        503);
+  std::this_thread::sleep_for(350ms);  // the floor is what is being tested
+  const auto b = open_session(ts);
+  CHECK(b.size() == 32);
+  check_still_serving(ts, b, false);
 }
 
 TEST_CASE("http: max_connections → 503 for the connection past the limit", "[http][integration]") {

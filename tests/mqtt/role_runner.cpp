@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
     opts.server_name = a[3];
     opts.description = "role_runner";
     mqtt::ServerEndpoint::Handlers h;
-    h.on_broker = [](bool up) {
+    h.on_broker = [](bool up, const std::string&) {
       if (up) std::cout << "ready" << std::endl;
     };
     server = mqtt::ServerEndpoint::create(

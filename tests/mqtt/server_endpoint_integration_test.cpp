@@ -491,11 +491,12 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "egress at max_sessions: the session idle the longest past the idle floor is closed to make "
-    "room (the client told disconnected), one with a request unanswered or newer than the floor "
-    "never is, and with none to close the refusal is the one of before",
+    "egress at max_sessions: the least recently active session with nothing in flight and no "
+    "subscription makes room however recently it was used (the client told disconnected) - one "
+    "with a request unanswered or a resource subscription never does, and with none to close "
+    "the client is refused",
     "[mqtt][server][limits]") {
-  Fixture f(/*max_sessions=*/2, /*idle_floor=*/1500ms);
+  Fixture f(/*max_sessions=*/2, /*idle_floor=*/0ms);
   auto pop = [&](const std::string& cid, const std::string& kind) {
     for (;;) {
       auto e = f.owner.events.pop(10s);
@@ -503,19 +504,26 @@ TEST_CASE(
       if (e->client_id == cid && e->kind == kind) return e;
     }
   };
+  // A request from `o` to its session, answered by the owner with `result`.
+  auto exchange = [&](Observer& o, int id, const std::string& method, const std::string& params) {
+    o.publish(f.rpc_topic(o.client_id()), R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
+                                              R"(,"method":")" + method + R"(","params":)" +
+                                              params + "}");
+    REQUIRE(pop(o.client_id(), "message"));
+    f.owner.link(o.client_id())->send(jsonrpc::Message::result(jsonrpc::Id::integer(id), "{}"));
+    REQUIRE(o.wait_on(f.rpc_topic(o.client_id())));
+  };
   Observer a(f.broker.url()), b(f.broker.url()), c(f.broker.url()), d(f.broker.url()),
       e(f.broker.url());
   REQUIRE(f.initialize(a));
   REQUIRE(pop(a.client_id(), "initialize"));
   REQUIRE(f.initialize(b));
   REQUIRE(pop(b.client_id(), "initialize"));
-  // b waits for the answer to a request: busy, however quiet.
+  // b waits for the answer to a request: busy.
   b.publish(f.rpc_topic(b.client_id()), R"({"jsonrpc":"2.0","id":5,"method":"tools/call"})");
   REQUIRE(pop(b.client_id(), "message"));
-  // The floor is what is being tested: let it pass.
-  std::this_thread::sleep_for(2s);
 
-  // c takes a's place: a is told `disconnected` and its owner learns why.
+  // c takes a's place at once: a is told `disconnected` and its owner learns why.
   auto rc = f.initialize(c, 3);
   REQUIRE(rc);
   CHECK(json(rc->payload).HasMember("result"));
@@ -524,8 +532,9 @@ TEST_CASE(
   CHECK(note->payload == R"({"jsonrpc":"2.0","method":"notifications/disconnected"})");
   auto closed = pop(a.client_id(), "closed");
   REQUIRE(closed);
-  CHECK(closed->text.find("closed to make room for a new session") != std::string::npos);
-  CHECK(closed->text.find("egress.idle_floor_s") != std::string::npos);
+  CHECK(closed->text.find("closed to make room for a new session (" + kName +
+                          " is serving its maximum of 2 sessions): the least recently active") !=
+        std::string::npos);
   CHECK(f.io.run(f.strand, [&] { return f.endpoint->sessions_evicted(); }) == 1u);
   // Each test runs in a process of its own: the registry holds this test's counts only.
   const auto limit_count = [](const std::string& outcome) {
@@ -537,7 +546,9 @@ TEST_CASE(
   };
   CHECK(limit_count("evicted") == 1);
 
-  // b has a request unanswered and c is newer than the floor: d is refused as before.
+  // c subscribes to a resource (MCP server/resources §Subscriptions): it waits for updates.
+  exchange(c, 8, "resources/subscribe", R"({"uri":"test://r"})");
+  // b has a request unanswered and c a subscription: d is refused.
   auto rd = f.initialize(d, 4);
   REQUIRE(rd);
   auto err = json(rd->payload);
@@ -546,18 +557,35 @@ TEST_CASE(
         kName + " is serving its maximum of 2 sessions; try again later");
   CHECK(limit_count("refused") == 1);
 
-  // b's request answered: b is idle from now, c from its initialize, so c goes first.
+  // b's request answered, then c unsubscribes: both could go, b is the less recently active.
   f.owner.link(b.client_id())
       ->send(jsonrpc::Message::result(jsonrpc::Id::integer(5), R"({"content":[]})"));
   REQUIRE(b.wait_on(f.rpc_topic(b.client_id())));
-  std::this_thread::sleep_for(2s);
+  exchange(c, 9, "resources/unsubscribe", R"({"uri":"test://r"})");
   auto re = f.initialize(e, 6);
   REQUIRE(re);
   CHECK(json(re->payload).HasMember("result"));
-  REQUIRE(pop(c.client_id(), "closed"));
-  // b is still served.
-  b.publish(f.rpc_topic(b.client_id()), R"({"jsonrpc":"2.0","id":7,"method":"ping"})");
-  auto msg = pop(b.client_id(), "message");
+  REQUIRE(pop(b.client_id(), "closed"));
+  // c is still served.
+  c.publish(f.rpc_topic(c.client_id()), R"({"jsonrpc":"2.0","id":7,"method":"ping"})");
+  auto msg = pop(c.client_id(), "message");
   REQUIRE(msg);
   CHECK(msg->text == R"({"jsonrpc":"2.0","id":7,"method":"ping"})");
+}
+
+TEST_CASE(
+    "egress at max_sessions with an idle floor (egress.idle_floor_ms): a session active within "
+    "it is spared, one quiet for longer makes room",
+    "[mqtt][server][limits]") {
+  Fixture f(/*max_sessions=*/1, /*idle_floor=*/300ms);
+  Observer a(f.broker.url()), b(f.broker.url()), c(f.broker.url());
+  REQUIRE(f.initialize(a));
+  auto rb = f.initialize(b, 2);
+  REQUIRE(rb);
+  CHECK(json(rb->payload).HasMember("error"));
+  std::this_thread::sleep_for(350ms);  // the floor is what is being tested
+  auto rc = f.initialize(c, 3);
+  REQUIRE(rc);
+  CHECK(json(rc->payload).HasMember("result"));
+  REQUIRE(a.wait_on(f.rpc_topic(a.client_id())));
 }

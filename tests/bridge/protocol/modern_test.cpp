@@ -580,5 +580,41 @@ TEST_CASE(
   CHECK(check_param_headers(call, params[0].second, {{"region", "hello"}}));  // case-sensitive
 }
 
+TEST_CASE(
+    "modern egress streamable-http §Standard Request Headers (SEP-2243): the Mcp-Param-{Name} "
+    "headers a client sends with tools/call, which the ingress's own check accepts",
+    "[modern][egress][streamable-http]") {
+  const std::vector<ParamHeader> params = {{"r", "region"}, {"n", "count"},  {"flag", "flag"},
+                                           {"o", "obj"},    {"z", "absent"}, {"bad", "x y"}};
+  const auto call =
+      msg(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":)"
+          R"({"r":"Zürich","n":42,"flag":true,"o":{"k":1},"z":null,"bad":"v"}}})");
+  const auto headers = param_header_values(call, params);
+  REQUIRE(headers.size() == 3);  // no object, no null, no header name that is not a token
+  CHECK(headers[0] ==
+        std::pair<std::string, std::string>{"Mcp-Param-region", "=?base64?WsO8cmljaA==?="});
+  CHECK(headers[1] == std::pair<std::string, std::string>{"Mcp-Param-count", "42"});
+  CHECK(headers[2] == std::pair<std::string, std::string>{"Mcp-Param-flag", "true"});
+  std::vector<std::pair<std::string, std::string>> sent;
+  for (const auto& [name, value] : headers)
+    sent.emplace_back(name.substr(std::string("Mcp-Param-").size()), value);
+  CHECK_FALSE(check_param_headers(call, {params[0], params[1], params[2]}, sent));
+
+  ToolHeaders memory;
+  CHECK_FALSE(memory.listed());
+  memory.learn(
+      doc(R"({"tools":[{"name":"a","inputSchema":{"properties":{"r":{"x-mcp-header":"Region"}}}}],"nextCursor":"2"})"),
+      false);
+  CHECK_FALSE(memory.listed());
+  CHECK(memory.of("a").size() == 1);
+  memory.learn(doc(R"({"tools":[{"name":"b","inputSchema":{}}]})"), true);
+  CHECK(memory.listed());
+  CHECK(memory.of("a").size() == 1);
+  CHECK(memory.of("b").empty());
+  memory.forget();
+  CHECK_FALSE(memory.listed());
+  CHECK(memory.of("a").empty());
+}
+
 }  // namespace
 }  // namespace mcpmqtt::modern
