@@ -661,7 +661,7 @@ void ModernGateway::make_idle(Session& s) {
     it->second->idle_timer = 0;
     self->drop_session(serial, {CloseReason::Kind::timeout,
                                 "idle for " + log::duration_text(self->options_.idle_timeout) +
-                                    " (ingress.modern.idle_timeout_s)"});
+                                    " (ingress.modern.idle_timeout_ms)"});
   });
   pump_waiting();
 }
@@ -1363,7 +1363,7 @@ void ModernGateway::on_park_timeout(std::uint64_t run_id, std::uint32_t round) {
   }
   cancel_run(run_id, "no retry with the input responses within " +
                          log::duration_text(options_.input_timeout) +
-                         " (ingress.modern.input_timeout_s)");
+                         " (ingress.modern.input_timeout_ms)");
 }
 
 // ---- subscriptions/listen --------------------------------------------------------------------

@@ -301,7 +301,7 @@ void read_mqtt(ObjectReader& r, MqttConfig& m, std::vector<Problem>& problems) {
   r.string("password_file", m.password_file, false);
   r.integer("keepalive_s", m.keepalive_s, 5, 3600);
   r.integer("qos", m.qos, 0, 1);
-  r.integer("connect_timeout_s", m.connect_timeout_s, 1, 300);
+  r.millis("connect_timeout", m.connect_timeout_ms, 100, 300000);
   r.integer("reconnect_min_ms", m.reconnect_min_ms, 10, 600000);
   r.integer("reconnect_max_ms", m.reconnect_max_ms, 10, 3600000);
   // MQTT 5.0 §2.1.4: a packet is at most 268,435,455 + 5 bytes; below 64 KiB nothing fits.
@@ -330,16 +330,16 @@ void read_http(ObjectReader& r, HttpConfig& h, std::vector<Problem>& problems) {
     lr.integer("max_body_bytes", L.max_body_bytes, 1024, 1LL << 30);
     lr.integer("max_sessions", L.max_sessions, 1, 1000000);
     lr.integer("max_connections", L.max_connections, 1, 1000000);
-    lr.integer("session_idle_timeout_s", L.session_idle_timeout_s, 1, 7 * 24 * 3600);
+    lr.millis("session_idle_timeout", L.session_idle_timeout_ms, 100, 7LL * 24 * 3600 * 1000);
     lr.millis("idle_floor", L.idle_floor_ms, 0, 7LL * 24 * 3600 * 1000);
-    lr.integer("request_header_timeout_s", L.request_header_timeout_s, 1, 3600);
+    lr.millis("request_header_timeout", L.request_header_timeout_ms, 100, 3600 * 1000);
     lr.integer("stream_queue_messages", L.stream_queue_messages, 1, 1000000);
     lr.integer("session_backlog_messages", L.session_backlog_messages, 0, 1000000);
     lr.integer("replay_buffer_events", L.replay_buffer_events, 0, 1000000);
     lr.integer("stream_queue_bytes", L.stream_queue_bytes, 1024, 1LL << 32);
     lr.integer("session_backlog_bytes", L.session_backlog_bytes, 0, 1LL << 32);
     lr.integer("replay_buffer_bytes", L.replay_buffer_bytes, 0, 1LL << 32);
-    lr.integer("keepalive_interval_s", L.keepalive_interval_s, 1, 3600);
+    lr.millis("keepalive_interval", L.keepalive_interval_ms, 100, 3600 * 1000);
     lr.finish();
   }
 }
@@ -352,8 +352,8 @@ void read_modern(ObjectReader& r, ModernIngressConfig& m) {
   r.integer("max_waiting", m.max_waiting, 0, 1000000);
   r.integer("max_waiting_bytes", m.max_waiting_bytes, 0, 1LL << 32);
   r.integer("queue_timeout_ms", m.queue_timeout_ms, 1, 600000);
-  r.integer("idle_timeout_s", m.idle_timeout_s, 1, 86400);
-  r.integer("input_timeout_s", m.input_timeout_s, 1, 86400);
+  r.millis("idle_timeout", m.idle_timeout_ms, 100, 86400 * 1000);
+  r.millis("input_timeout", m.input_timeout_ms, 100, 86400 * 1000);
   r.integer("input_round_quiet_ms", m.input_round_quiet_ms, 1, 10000);
   r.string("state_secret_file", m.state_secret_file, false);
   if (m.max_sessions_per_key > m.max_sessions)

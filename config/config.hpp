@@ -44,7 +44,7 @@ struct MqttConfig {
   // packets per message). Sessions never resume (clean start, no expiry), so QoS 1 redelivers
   // nothing a lost connection dropped; the peers accept either.
   int qos = 1;
-  int connect_timeout_s = 10;
+  int connect_timeout_ms = 10000;
   int reconnect_min_ms = 500;
   int reconnect_max_ms = 30000;
   // The largest MQTT packet the bridge accepts, announced in CONNECT as Maximum Packet Size
@@ -65,12 +65,12 @@ struct HttpLimits {
   std::size_t max_body_bytes = 4 * 1024 * 1024;
   std::size_t max_sessions = 1024;
   std::size_t max_connections = 4096;
-  int session_idle_timeout_s = 600;
+  int session_idle_timeout_ms = 600000;
   // At max_sessions, the least recently active session with no request in flight and no open
   // stream is closed to make room for a new one before anyone is refused; a session active
   // within this floor is spared (0: however recently it was used).
   int idle_floor_ms = 0;
-  int request_header_timeout_s = 30;
+  int request_header_timeout_ms = 30000;
   std::size_t stream_queue_messages = 1024;    // per SSE stream: past this the stream is closed
   std::size_t session_backlog_messages = 256;  // server messages held while no stream is open
   std::size_t replay_buffer_events = 256;      // per stream, for Last-Event-ID
@@ -79,7 +79,7 @@ struct HttpLimits {
   std::size_t stream_queue_bytes = 16u << 20;
   std::size_t session_backlog_bytes = 4u << 20;
   std::size_t replay_buffer_bytes = 4u << 20;
-  int keepalive_interval_s = 15;  // SSE comment lines on idle streams
+  int keepalive_interval_ms = 15000;  // SSE comment lines on idle streams
 
   bool operator==(const HttpLimits&) const = default;
 };
@@ -115,8 +115,8 @@ struct ModernIngressConfig {
   std::size_t max_waiting = 256;              // requests waiting for a session
   std::size_t max_waiting_bytes = 32u << 20;  // ... and their bytes
   int queue_timeout_ms = 10000;               // how long one may wait
-  int idle_timeout_s = 60;                    // an idle pooled session closes after this
-  int input_timeout_s = 300;                  // requestState lifetime: a parked request's wait
+  int idle_timeout_ms = 60000;                // an idle pooled session closes after this
+  int input_timeout_ms = 300000;              // requestState lifetime: a parked request's wait
   int input_round_quiet_ms = 20;              // a round of server→client requests ends after this
   std::string state_secret_file;  // HMAC key of requestState (32+ bytes); random if unset
   std::string state_secret;       // resolved from the file; never logged

@@ -51,8 +51,8 @@ ModernIngress::ModernIngress(boost::asio::any_io_executor strand, Options option
   o.max_waiting = m.max_waiting;
   o.max_waiting_bytes = m.max_waiting_bytes;
   o.queue_timeout = std::chrono::milliseconds(m.queue_timeout_ms);
-  o.idle_timeout = std::chrono::seconds(m.idle_timeout_s);
-  o.input_timeout = std::chrono::seconds(m.input_timeout_s);
+  o.idle_timeout = std::chrono::milliseconds(m.idle_timeout_ms);
+  o.input_timeout = std::chrono::milliseconds(m.input_timeout_ms);
   o.round_quiet = std::chrono::milliseconds(m.input_round_quiet_ms);
   o.state_secret = m.state_secret;
   o.client_info_json = R"({"name":"mcp-mqtt-bridge","version":")" MCPMQTT_VERSION R"("})";

@@ -19,7 +19,7 @@ mqtt::BrokerOptions broker_options(const config::MqttConfig& m) {
   b.password = m.password;
   b.keepalive_s = m.keepalive_s;
   b.qos = m.qos;
-  b.connect_timeout_s = m.connect_timeout_s;
+  b.connect_timeout_ms = m.connect_timeout_ms;
   b.reconnect_min_ms = m.reconnect_min_ms;
   b.reconnect_max_ms = m.reconnect_max_ms;
   b.max_packet_bytes = m.max_packet_bytes;
@@ -38,16 +38,16 @@ http::ServerOptions http_server_options(const config::HttpConfig& h) {
   o.limits.max_body_bytes = l.max_body_bytes;
   o.limits.max_sessions = l.max_sessions;
   o.limits.max_connections = l.max_connections;
-  o.limits.session_idle_timeout_s = l.session_idle_timeout_s;
+  o.limits.session_idle_timeout_ms = l.session_idle_timeout_ms;
   o.limits.idle_floor_ms = l.idle_floor_ms;
-  o.limits.request_header_timeout_s = l.request_header_timeout_s;
+  o.limits.request_header_timeout_ms = l.request_header_timeout_ms;
   o.limits.stream_queue_messages = l.stream_queue_messages;
   o.limits.session_backlog_messages = l.session_backlog_messages;
   o.limits.replay_buffer_events = l.replay_buffer_events;
   o.limits.stream_queue_bytes = l.stream_queue_bytes;
   o.limits.session_backlog_bytes = l.session_backlog_bytes;
   o.limits.replay_buffer_bytes = l.replay_buffer_bytes;
-  o.limits.keepalive_interval_s = l.keepalive_interval_s;
+  o.limits.keepalive_interval_ms = l.keepalive_interval_ms;
   return o;
 }
 

@@ -226,7 +226,7 @@ void ServerConnection::do_read() {
   parser_->header_limit(kRequestHeaderLimit);
   parser_->body_limit(state_->http.limits.max_body_bytes);
   // One deadline for the whole request, header and body.
-  stream_.expires_after(std::chrono::seconds(state_->http.limits.request_header_timeout_s));
+  stream_.expires_after(std::chrono::milliseconds(state_->http.limits.request_header_timeout_ms));
   bhttp::async_read_header(
       stream_, buffer_, *parser_,
       [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
@@ -293,8 +293,10 @@ void ServerConnection::on_read_error(beast::error_code ec) {
     return;
   }
   if (ec == beast::error::timeout) {
-    state_->log->debug("{} no complete request within {} s (http.limits.request_header_timeout_s)",
-                       label_, state_->http.limits.request_header_timeout_s);
+    state_->log->debug(
+        "{} no complete request within {} (http.limits.request_header_timeout_ms)", label_,
+        log::duration_text(
+            std::chrono::milliseconds(state_->http.limits.request_header_timeout_ms)));
     close();
     return;
   }
@@ -973,12 +975,12 @@ void ServerConnection::finish_stream() {
 }
 
 std::chrono::steady_clock::duration ServerConnection::keepalive() const {
-  return std::chrono::seconds(state_->http.limits.keepalive_interval_s);
+  return std::chrono::milliseconds(state_->http.limits.keepalive_interval_ms);
 }
 
 std::chrono::steady_clock::duration ServerConnection::write_limit(std::size_t bytes) const {
   // A write that cannot finish in this time has a client that does not read.
-  return std::chrono::seconds(state_->http.limits.request_header_timeout_s) +
+  return std::chrono::milliseconds(state_->http.limits.request_header_timeout_ms) +
          std::chrono::seconds(bytes / 65536);
 }
 

@@ -14,12 +14,12 @@ struct ServerLimits {
   std::size_t max_body_bytes = 4 * 1024 * 1024;
   std::size_t max_sessions = 1024;
   std::size_t max_connections = 4096;
-  int session_idle_timeout_s = 600;
+  int session_idle_timeout_ms = 600000;
   // At max_sessions, the least recently active session with no request, no open stream and
   // nothing pending is closed to make room for a new one before anyone is refused; one active
   // within this floor is spared (0: however recently it was used).
   int idle_floor_ms = 0;
-  int request_header_timeout_s = 30;
+  int request_header_timeout_ms = 30000;
   std::size_t stream_queue_messages = 1024;    // per SSE stream: past this the stream is closed
   std::size_t session_backlog_messages = 256;  // server messages held while no stream is open
   std::size_t replay_buffer_events = 256;      // per stream, for Last-Event-ID
@@ -28,7 +28,7 @@ struct ServerLimits {
   std::size_t stream_queue_bytes = 16u << 20;
   std::size_t session_backlog_bytes = 4u << 20;
   std::size_t replay_buffer_bytes = 4u << 20;
-  int keepalive_interval_s = 15;  // SSE comment lines on idle streams
+  int keepalive_interval_ms = 15000;  // SSE comment lines on idle streams
 };
 
 struct ServerOptions {

@@ -175,7 +175,7 @@ void ServerSession::do_begin(std::shared_ptr<Exchange> exchange, Message initial
     if (auto self = w.lock()) net::post(self->strand_, [self, we] { self->on_exchange_gone(we); });
   });
   inbox_.push_back(std::move(initialize));
-  arm_idle_timer(std::chrono::seconds(state_->http.limits.session_idle_timeout_s));
+  arm_idle_timer(std::chrono::milliseconds(state_->http.limits.session_idle_timeout_ms));
   state_->log->debug("{} initialize for {} (client asks for protocol {})", label_, server_name_,
                      requested_version_.empty() ? "?" : requested_version_);
   state_->backend.attach_session(server_name_, shared_from_this(), strand_, principal_);
@@ -203,7 +203,7 @@ void ServerSession::on_initialize_response(const Message& response,
   if (!exchange) {
     state_->log->info(
         "{} the client left before initialize was answered; the session ends "
-        "after http.limits.session_idle_timeout_s",
+        "after http.limits.session_idle_timeout_ms",
         label_);
     return;
   }
@@ -663,17 +663,16 @@ void ServerSession::arm_idle_timer(std::chrono::steady_clock::duration after) {
 
 void ServerSession::on_idle_timer() {
   if (phase_ == Phase::closed) return;
-  const auto limit = std::chrono::seconds(state_->http.limits.session_idle_timeout_s);
+  const auto limit = std::chrono::milliseconds(state_->http.limits.session_idle_timeout_ms);
   if (!exchanges_.empty() || init_exchange_) {
     arm_idle_timer(limit);
     return;
   }
   const auto idle_for = std::chrono::steady_clock::now() - last_activity_;
   if (idle_for >= limit) {
-    terminate(CloseReason{CloseReason::Kind::timeout,
-                          "no HTTP request and no open stream for " +
-                              std::to_string(state_->http.limits.session_idle_timeout_s) +
-                              " s (http.limits.session_idle_timeout_s)"},
+    terminate(CloseReason{CloseReason::Kind::timeout, "no HTTP request and no open stream for " +
+                                                          log::duration_text(limit) +
+                                                          " (http.limits.session_idle_timeout_ms)"},
               true);
     return;
   }

@@ -77,7 +77,7 @@ EngineConnect engine_params(const ConnectionOptions& o, const UserProperties& pu
   if (!b.username.empty()) p.username = b.username;
   if (!b.password.empty()) p.password = b.password;
   p.keep_alive_s = static_cast<std::uint16_t>(b.keepalive_s);
-  p.connect_timeout = std::chrono::seconds(b.connect_timeout_s);
+  p.connect_timeout = std::chrono::milliseconds(b.connect_timeout_ms);
   // 004 §MQTT Requirements: clean start and no session expiry, on every connection.
   p.clean_start = true;
   p.session_expiry_s = 0;

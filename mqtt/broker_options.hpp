@@ -29,7 +29,7 @@ struct BrokerOptions {
   std::string password;  // never logged
   int keepalive_s = 30;
   int qos = 1;  // of everything published and subscribed to: 0 or 1
-  int connect_timeout_s = 10;
+  int connect_timeout_ms = 10000;
   int reconnect_min_ms = 500;  // backoff of reconnect attempts, doubled each time up to max
   int reconnect_max_ms = 30000;
   // Maximum Packet Size announced in CONNECT (MQTT 5.0 §3.1.2.11.4); 0: none announced.

@@ -460,8 +460,8 @@ TEST_CASE(
   CHECK(d.ingress.modern.enabled);
   CHECK(d.ingress.modern.max_sessions == 256);
   CHECK(d.ingress.modern.max_sessions_per_key == 16);
-  CHECK(d.ingress.modern.idle_timeout_s == 60);
-  CHECK(d.ingress.modern.input_timeout_s == 300);
+  CHECK(d.ingress.modern.idle_timeout_ms == 60000);
+  CHECK(d.ingress.modern.input_timeout_ms == 300000);
   CHECK(d.ingress.modern.input_round_quiet_ms == 20);
   CHECK(d.ingress.modern.state_secret.empty());
 
@@ -469,7 +469,7 @@ TEST_CASE(
   const auto secret = dir.write("secret", std::string(40, 'q') + "\n");
   auto c = good(
       R"({"ingress": {"modern": {"enabled": false, "max_sessions": 8, "max_sessions_per_key": 2,
-                    "max_listens": 3, "max_waiting": 5, "queue_timeout_ms": 700, "idle_timeout_s": 9,
+                    "max_listens": 3, "max_waiting": 5, "queue_timeout_ms": 700, "idle_timeout_ms": 900,
                     "input_timeout_s": 30, "input_round_quiet_ms": 40, "state_secret_file": ")" +
       secret + R"("}}})");
   const auto& m = c.ingress.modern;
@@ -479,8 +479,8 @@ TEST_CASE(
   CHECK(m.max_listens == 3);
   CHECK(m.max_waiting == 5);
   CHECK(m.queue_timeout_ms == 700);
-  CHECK(m.idle_timeout_s == 9);
-  CHECK(m.input_timeout_s == 30);
+  CHECK(m.idle_timeout_ms == 900);
+  CHECK(m.input_timeout_ms == 30000);  // the older key, in seconds
   CHECK(m.input_round_quiet_ms == 40);
   CHECK(m.state_secret == std::string(40, 'q'));
   // The summary never shows the secret.
@@ -492,8 +492,8 @@ TEST_CASE(
   p = only_problem(R"({"ingress": {"modern": {"max_sessions": 4, "max_sessions_per_key": 5}}})");
   CHECK(p.path == "ingress.modern.max_sessions_per_key");
   CHECK(p.message == "must not exceed max_sessions (4), found 5");
-  p = only_problem(R"({"ingress": {"modern": {"idle_timeout_s": 0}}})");
-  CHECK(p.path == "ingress.modern.idle_timeout_s");
+  p = only_problem(R"({"ingress": {"modern": {"idle_timeout_ms": 0}}})");
+  CHECK(p.path == "ingress.modern.idle_timeout_ms");
   const auto short_secret = dir.write("short", "too short\n");
   p = only_problem(R"({"ingress": {"modern": {"state_secret_file": ")" + short_secret + R"("}}})");
   CHECK(p.path == "ingress.modern.state_secret_file");

@@ -198,7 +198,7 @@ TEST_CASE(
   REQUIRE(bridge.wait_for_log("the new configuration is rejected"));
   CHECK(bridge.log().find("mqtt.ulr") != std::string::npos);
   CHECK(presence.online("svc/b"));
-  CHECK_FALSE(presence.until([](auto& p) { return p.cleared("svc/b"); }, 1s));
+  CHECK_FALSE(presence.until([](auto& p) { return p.cleared("svc/b"); }, 300ms));
   auto again = b_client.request("tools/call", R"({"name":"echo","arguments":{"text":"still"}})");
   REQUIRE(again);
   CHECK(again->find("still") != std::string::npos);

@@ -386,7 +386,7 @@ TEST_CASE(
     "[faults]") {
   FakeBroker silent;
   silent.set_silent(true);
-  Bridge bridge(silent.url(), "{}", "", "", "", kSlowBackoff + R"(, "connect_timeout_s": 1)");
+  Bridge bridge(silent.url(), "{}", "", "", "", kSlowBackoff + R"(, "connect_timeout_ms": 500)");
   const auto r = watch_retries(*bridge.proc, 2, 4);
   INFO("CPU " << r.cpu_share * 100 << " % of a core while retrying");
   CHECK(r.cpu_share < 0.05);
@@ -498,7 +498,7 @@ TEST_CASE(
   Mosquitto broker;
   TcpProxy path(broker.port());
   Bridge bridge(path.url(), "{" + test_server() + "}", kServer, "", "",
-                kFastReconnect + R"(, "keepalive_s": 5, "connect_timeout_s": 2)");
+                kFastReconnect + R"(, "keepalive_s": 5, "connect_timeout_ms": 2000)");
   REQUIRE(bridge.proc->wait_for_log("[directory] " + kServer + " online"));
   const pid_t pid = bridge.proc->pid();
   warm_up(bridge);

@@ -209,7 +209,7 @@ void exercise_over_mqtt(const Mosquitto& broker) {
   CHECK(client.request("resources/unsubscribe", R"({"uri":"test://watched"})"));
   CHECK(client.request("tools/call",
                        R"({"name":"update_resource","arguments":{"uri":"test://watched"}})"));
-  CHECK_FALSE(client.next_containing("notifications/resources/updated", 1s));
+  CHECK_FALSE(client.next_containing("notifications/resources/updated", 300ms));
 
   // Prompts; a cancelled request is never answered, and the session goes on.
   auto prompt = client.request("prompts/get", R"({"name":"greeting","arguments":{"name":"Ada"}})");
@@ -220,7 +220,7 @@ void exercise_over_mqtt(const Mosquitto& broker) {
   client.notify("notifications/cancelled", R"({"requestId":)" + std::to_string(slow) + "}");
   auto after = client.request("tools/call", R"({"name":"echo","arguments":{"message":"on"}})");
   CHECK(report(after, "message") == "on");
-  CHECK_FALSE(client.response(slow, 1s));
+  CHECK_FALSE(client.response(slow, 300ms));
 }
 
 }  // namespace

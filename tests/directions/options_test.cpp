@@ -103,7 +103,7 @@ TEST_CASE("broker_options: every mqtt key reaches the MQTT side", "[directions]"
   m.tls.verify = false;
   m.keepalive_s = 7;
   m.qos = 0;
-  m.connect_timeout_s = 3;
+  m.connect_timeout_ms = 3000;
   m.reconnect_min_ms = 11;
   m.reconnect_max_ms = 22;
   m.max_packet_bytes = 1234;
@@ -120,7 +120,7 @@ TEST_CASE("broker_options: every mqtt key reaches the MQTT side", "[directions]"
   CHECK(b.password == "p");
   CHECK(b.keepalive_s == 7);
   CHECK(b.qos == 0);
-  CHECK(b.connect_timeout_s == 3);
+  CHECK(b.connect_timeout_ms == 3000);
   CHECK(b.reconnect_min_ms == 11);
   CHECK(b.reconnect_max_ms == 22);
   CHECK(b.max_packet_bytes == 1234);
@@ -135,7 +135,7 @@ TEST_CASE("http_server_options: the listener, its checks and its limits", "[dire
   h.bearer_tokens = {"t1"};
   h.json_response = true;
   h.limits.max_sessions = 5;
-  h.limits.keepalive_interval_s = 3;
+  h.limits.keepalive_interval_ms = 3000;
   h.limits.idle_floor_ms = 7;
   h.limits.stream_queue_bytes = 100000;
   h.limits.session_backlog_bytes = 2000;
@@ -148,7 +148,7 @@ TEST_CASE("http_server_options: the listener, its checks and its limits", "[dire
   CHECK(o.bearer_tokens == h.bearer_tokens);
   CHECK(o.json_response);
   CHECK(o.limits.max_sessions == 5);
-  CHECK(o.limits.keepalive_interval_s == 3);
+  CHECK(o.limits.keepalive_interval_ms == 3000);
   CHECK(o.limits.idle_floor_ms == 7);
   CHECK(o.limits.stream_queue_bytes == 100000);
   CHECK(o.limits.session_backlog_bytes == 2000);

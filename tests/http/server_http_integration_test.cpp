@@ -187,9 +187,9 @@ TEST_CASE("http: every row of the status table, and the daemon keeps serving",
   check_still_serving(ts, sid);
 }
 
-TEST_CASE("http: an incomplete request is cut off after request_header_timeout_s",
+TEST_CASE("http: an incomplete request is cut off after request_header_timeout_ms",
           "[http][integration]") {
-  TestServer ts(config_with([](auto& c) { c.limits.request_header_timeout_s = 1; }));
+  TestServer ts(config_with([](auto& c) { c.limits.request_header_timeout_ms = 300; }));
   RawClient c(ts.endpoint);
   REQUIRE(c.write_raw("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"));
   const auto start = std::chrono::steady_clock::now();

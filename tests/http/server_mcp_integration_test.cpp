@@ -385,7 +385,7 @@ TEST_CASE("http: the GET stream resumes after Last-Event-ID and continues live",
 }
 
 TEST_CASE("http: idle SSE streams get keep-alive comments", "[http][integration]") {
-  TestServer ts(config_with([](auto& c) { c.limits.keepalive_interval_s = 1; }));
+  TestServer ts(config_with([](auto& c) { c.limits.keepalive_interval_ms = 200; }));
   const auto sid = open_session(ts);
   RawClient g(ts.endpoint);
   g.send(bhttp::verb::get, "/mcp", get_headers(ts.host(), sid));
@@ -435,7 +435,7 @@ TEST_CASE("http: DELETE ends the session, and its id then gets 404", "[http][int
 }
 
 TEST_CASE("http: a session with no request and no open stream times out", "[http][integration]") {
-  TestServer ts(config_with([](auto& c) { c.limits.session_idle_timeout_s = 1; }));
+  TestServer ts(config_with([](auto& c) { c.limits.session_idle_timeout_ms = 300; }));
   const auto busy = open_session(ts);  // session 0 keeps a GET stream open
   RawClient g(ts.endpoint);
   g.send(bhttp::verb::get, "/mcp", get_headers(ts.host(), busy));
@@ -445,7 +445,9 @@ TEST_CASE("http: a session with no request and no open stream times out", "[http
   REQUIRE(ts.backend.wait_closed(1, 10s));
   auto why = ts.backend.closed(1);
   CHECK(why->kind == CloseReason::Kind::timeout);
-  CHECK(why->detail.find("session_idle_timeout_s") != std::string::npos);
+  CHECK(why->detail ==
+        "no HTTP request and no open stream for 300 ms "
+        "(http.limits.session_idle_timeout_ms)");
   RawClient c(ts.endpoint);
   CHECK(c.request(bhttp::verb::post, "/mcp", post_headers(ts.host(), idle), request_body(2, "ping"))
             .status == 404);

@@ -184,7 +184,7 @@ fs.writeFileSync(
   JSON.stringify({
     ...common,
     mqtt: { url: brokerUrl, reconnect_min_ms: 100, reconnect_max_ms: 1000 },
-    http: { listen: `127.0.0.1:${httpPort}`, limits: { session_idle_timeout_s: 5 } },
+    http: { listen: `127.0.0.1:${httpPort}`, limits: { session_idle_timeout_ms: 5000 } },
     ingress: { default_server: 'test/soak', presence_wait_ms: 3000 },
     mcpServers: {},
   }),
