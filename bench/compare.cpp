@@ -52,7 +52,7 @@
 #include <unistd.h>
 
 #include "bench/bench_support.hpp"
-#include "bridge/log.hpp"
+#include "common/log.hpp"
 #include "config/config.hpp"
 #include "directions/options.hpp"
 #include "mqtt/broker_connection.hpp"

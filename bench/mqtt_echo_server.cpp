@@ -20,7 +20,7 @@
 #include <boost/asio/strand.hpp>
 #include <unistd.h>
 
-#include "bridge/log.hpp"
+#include "common/log.hpp"
 #include "config/config.hpp"
 #include "directions/options.hpp"
 #include "mqtt/server_endpoint.hpp"

@@ -9,14 +9,10 @@
 #include <boost/asio/strand.hpp>
 #include <signal.h>
 
-#include "bridge/log.hpp"
-#include "bridge/metrics.hpp"
+#include "common/log.hpp"
+#include "common/metrics.hpp"
 #include "daemon/systemd_notify.hpp"
-#include "directions/options.hpp"
-#include "http/server_backend.hpp"
-#include "http/server_listener.hpp"
-#include "mqtt/client_session.hpp"
-#include "stdio/child_channel.hpp"
+#include "directions/http_ingress.hpp"
 
 namespace mcpmqtt::daemon {
 
@@ -34,33 +30,6 @@ auto logger() {
   return l;
 }
 }  // namespace
-
-// What the HTTP server needs from the daemon: sessions go to the ingress, the listing comes
-// from the presence directory.
-class Daemon::HttpBackend : public http::Backend {
- public:
-  explicit HttpBackend(Daemon& d) : d_(d) {}
-  void attach(const std::string& server_name, std::shared_ptr<bridge::Channel> session,
-              boost::asio::any_io_executor strand) override {
-    d_.ingress_->attach(server_name, std::move(session), std::move(strand));
-  }
-  void attach_session(const std::string& server_name, std::shared_ptr<bridge::Channel> session,
-                      boost::asio::any_io_executor strand, const std::string& principal) override {
-    d_.ingress_->attach(server_name, std::move(session), std::move(strand), {}, {}, principal);
-  }
-  bool serves_modern() override { return d_.modern_ != nullptr; }
-  void handle_modern(http::ModernRequest request,
-                     std::shared_ptr<http::ModernReply> reply) override {
-    d_.modern_->handle(std::move(request), std::move(reply));
-  }
-  std::string servers_json() override { return d_.directory_->to_json(); }
-  bool ready() override { return d_.ready(); }
-  std::string not_ready_reason() override { return d_.not_ready_reason(); }
-  std::string metrics_text() override { return metrics::registry().text(); }
-
- private:
-  Daemon& d_;
-};
 
 Daemon::Daemon(config::Config cfg, ConfigSource reload_source)
     : cfg_(std::move(cfg)),
@@ -108,7 +77,7 @@ std::string Daemon::not_ready_reason() const {
 std::string Daemon::compute_not_ready() const {
   std::vector<std::string> parts;
   if (cfg_.http.enabled && !http_bound_) parts.push_back("the HTTP listener is not bound yet");
-  if (observer_ && !directory_up_) {
+  if (presence_ && !directory_up_) {
     std::lock_guard lock(broker_problem_mu_);
     parts.push_back("ingress: " + (broker_problem_.empty()
                                        ? "connecting to the MQTT broker " + cfg_.mqtt.url
@@ -119,7 +88,7 @@ std::string Daemon::compute_not_ready() const {
   }
   for (const auto& [name, why] : unpublished_)
     parts.push_back("server " + name + ": cannot be published: " + why);
-  if (!observer_ && servers_.empty() && unpublished_.empty())
+  if (!presence_ && servers_.empty() && unpublished_.empty())
     parts.push_back("nothing to serve: no HTTP ingress and no server in mcpServers");
   std::string out;
   for (const auto& p : parts)
@@ -160,26 +129,22 @@ int Daemon::run() {
 bool Daemon::start() {
   logger()->info("mcp-mqtt-bridge " MCPMQTT_VERSION " starting: {}", cfg_.summary());
   if (cfg_.http.enabled) {
-    directory_ = std::make_shared<bridge::Directory>();
-    mqtt::DirectoryObserver::Options o;
-    o.broker = directions::broker_options(cfg_.mqtt);
-    o.client_id = mqtt::fresh_client_id(cfg_.mqtt.client_id_prefix + "-directory");
-    o.filters = cfg_.ingress.server_name_filters;
-    o.connect_meta_json = connect_meta("presence directory of mcp-mqtt-bridge");
-    observer_ = mqtt::DirectoryObserver::create(boost::asio::make_strand(ioc_), o, directory_);
-    observer_->on_broker = [this](bool up, const std::string& why) {
+    presence_ = directions::Presence::create(boost::asio::make_strand(ioc_), cfg_.mqtt,
+                                             cfg_.ingress.server_name_filters,
+                                             "presence directory of mcp-mqtt-bridge");
+    presence_->on_broker([this](bool up, const std::string& why) {
       std::lock_guard lock(broker_problem_mu_);
       broker_problem_ = why;
       directory_up_ = up;
-    };
-    boost::asio::post(strand_, [obs = observer_] { obs->start(); });
+    });
+    boost::asio::post(strand_, [p = presence_] { p->start(); });
 
     Ingress::Options io;
     io.mqtt = cfg_.mqtt;
     io.ingress = cfg_.ingress;
     io.timeouts = cfg_.timeouts;
     io.connect_meta_json = connect_meta("mcp-mqtt-bridge HTTP ingress session");
-    ingress_ = Ingress::create(io, directory_);
+    ingress_ = Ingress::create(io, presence_->directory());
     if (cfg_.ingress.modern.enabled) {
       directions::ModernIngress::Options mo;
       mo.modern = cfg_.ingress.modern;
@@ -212,23 +177,23 @@ bool Daemon::start() {
       });
       webhooks_->start();
     }
-    backend_ = std::make_unique<HttpBackend>(*this);
-    http_ = std::make_unique<http::Server>(ioc_, directions::http_server_options(cfg_.http),
-                                           cfg_.ingress.default_server, *backend_);
-    auto bound = http_->start();
-    if (!bound) {
-      logger()->error("HTTP ingress: {}", bound.error());
+    directions::HttpIngress::Hooks hooks;
+    hooks.servers_json = [directory = presence_->directory()] { return directory->to_json(); };
+    hooks.ready = [this] { return ready(); };
+    hooks.not_ready_reason = [this] { return not_ready_reason(); };
+    hooks.metrics_text = [] { return metrics::registry().text(); };
+    http_ =
+        std::make_unique<directions::HttpIngress>(ioc_, cfg_, ingress_, modern_, std::move(hooks));
+    auto base = http_->start();
+    if (!base) {
+      logger()->error("HTTP ingress: {}", base.error());
       return false;
     }
     http_bound_ = true;
-    const auto ep = *bound;
-    const std::string host =
-        ep.address().is_v6() ? "[" + ep.address().to_string() + "]" : ep.address().to_string();
-    const std::string base = "http://" + host + ":" + std::to_string(ep.port());
-    logger()->info("HTTP ingress on {}: {}/servers/{{server-name}}/mcp{}", base, base,
+    logger()->info("HTTP ingress on {}: {}/servers/{{server-name}}/mcp{}", *base, *base,
                    cfg_.ingress.default_server.empty()
                        ? std::string()
-                       : ", and " + base + "/mcp for " + cfg_.ingress.default_server);
+                       : ", and " + *base + "/mcp for " + cfg_.ingress.default_server);
   }
   for (const auto& entry : cfg_.servers)
     start_server(entry);
@@ -471,7 +436,7 @@ void Daemon::begin_stop(const std::string& why) {
   });
   // Ingress first (HTTP clients and their MQTT sessions are told), then the exposed servers.
   auto stop_servers = [this, grace] {
-    if (observer_) observer_->stop(grace, {});
+    if (presence_) presence_->stop(grace, {});
     auto remaining = std::make_shared<std::size_t>(servers_.size());
     if (servers_.empty()) {
       after_servers_stopped();

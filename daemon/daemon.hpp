@@ -28,21 +28,17 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "bridge/directory.hpp"
-#include "bridge/metrics.hpp"
+#include "common/metrics.hpp"
 #include "config/config.hpp"
 #include "daemon/memory_trim.hpp"
 #include "directions/egress.hpp"
 #include "directions/ingress.hpp"
 #include "directions/modern_ingress.hpp"
+#include "directions/presence.hpp"
 #include "directions/webhook_service.hpp"
-#include "mqtt/directory_observer.hpp"
 
-namespace mcpmqtt::stdio {
-class ChildRegistry;
-}
-namespace mcpmqtt::http {
-class Server;
+namespace mcpmqtt::directions {
+class HttpIngress;
 }
 
 namespace mcpmqtt::daemon {
@@ -64,7 +60,6 @@ class Daemon {
   int run();
 
  private:
-  class HttpBackend;
   bool start();
   bool ready() const;  // any thread: the last readiness seen on the strand
   // On the strand: what keeps the daemon from being ready, one clause per connection the
@@ -91,8 +86,7 @@ class Daemon {
   boost::asio::signal_set signals_;
   boost::asio::steady_timer grace_timer_;
   std::shared_ptr<stdio::ChildRegistry> children_;
-  std::shared_ptr<bridge::Directory> directory_;
-  std::shared_ptr<mqtt::DirectoryObserver> observer_;
+  std::shared_ptr<directions::Presence> presence_;  // the HTTP ingress's directory
   std::vector<std::shared_ptr<directions::ExposedServer>> servers_;
   std::size_t retiring_ = 0;  // servers removed by a reload, still stopping
   std::size_t next_server_index_ = 0;
@@ -114,8 +108,7 @@ class Daemon {
   std::shared_ptr<directions::Ingress> ingress_;
   std::shared_ptr<directions::ModernIngress> modern_;     // ingress.modern: 2026-07-28 clients
   std::shared_ptr<directions::WebhookService> webhooks_;  // events.webhooks
-  std::unique_ptr<HttpBackend> backend_;
-  std::unique_ptr<http::Server> http_;
+  std::unique_ptr<directions::HttpIngress> http_;
   std::atomic<bool> http_bound_{false};
   std::atomic<bool> directory_up_{false};
   mutable std::mutex broker_problem_mu_;

@@ -3,10 +3,10 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "bridge/log.hpp"
+#include "common/log.hpp"
 #include "bridge/protocol/topics.hpp"
 #include "daemon/daemon.hpp"
-#include "daemon/stdio_command.hpp"
+#include "directions/stdio_ingress.hpp"
 
 namespace mcpmqtt::daemon {
 
@@ -106,7 +106,7 @@ int run(const CommandLine& cl) {
       // A desktop host shows stderr to people: quiet unless a level was asked for.
       if (!cfg->log.level_set) cfg->log.level = "warn";
       setup_logging(*cfg);
-      return run_stdio_command(std::move(*cfg), cl.name);
+      return directions::run_stdio_ingress(std::move(*cfg), cl.name);
     }
   }
   std::cerr << "mcp-mqtt-bridge: this subcommand is not available in this build\n";

@@ -11,7 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "bridge/log.hpp"
+#include "common/log.hpp"
 
 namespace mcpmqtt::daemon {
 

@@ -9,7 +9,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "bridge/scheduler.hpp"
+#include "bridge/relay/scheduler.hpp"
 
 namespace mcpmqtt::directions {
 

@@ -25,15 +25,12 @@
 
 #include <boost/asio/io_context.hpp>
 
-#include "bridge/modern_upstream.hpp"
-#include "bridge/splice.hpp"
+#include "bridge/modern/upstream.hpp"
+#include "bridge/relay/splice.hpp"
 #include "config/config.hpp"
 #include "directions/asio_scheduler.hpp"
 #include "mqtt/server_endpoint.hpp"
-
-namespace mcpmqtt::stdio {
-class ChildRegistry;
-}
+#include "stdio/child_channel.hpp"
 
 namespace mcpmqtt::directions {
 

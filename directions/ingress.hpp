@@ -20,8 +20,8 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>
 
-#include "bridge/channel.hpp"
-#include "bridge/directory.hpp"
+#include "bridge/relay/channel.hpp"
+#include "bridge/relay/directory.hpp"
 #include "config/config.hpp"
 #include "mqtt/broker_options.hpp"
 

@@ -2,8 +2,8 @@
 
 #include <boost/asio/post.hpp>
 
-#include "bridge/log.hpp"
-#include "bridge/request_state.hpp"
+#include "common/log.hpp"
+#include "bridge/modern/request_state.hpp"
 
 namespace mcpmqtt::directions {
 

@@ -10,8 +10,8 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 
-#include "bridge/log.hpp"
-#include "bridge/metrics.hpp"
+#include "common/log.hpp"
+#include "common/metrics.hpp"
 #include "bridge/protocol/events.hpp"
 #include "http/client_url.hpp"
 

@@ -32,14 +32,14 @@
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "bridge/expected.hpp"
-#include "bridge/jsonrpc.hpp"
-#include "bridge/local_channel.hpp"
-#include "bridge/webhooks.hpp"
+#include "common/expected.hpp"
+#include "bridge/jsonrpc/jsonrpc.hpp"
+#include "bridge/relay/local_channel.hpp"
+#include "events/webhooks.hpp"
 #include "config/config.hpp"
 #include "directions/asio_scheduler.hpp"
 #include "directions/ingress.hpp"
-#include "http/webhook_client.hpp"
+#include "events/webhook_client.hpp"
 
 namespace mcpmqtt::directions {
 

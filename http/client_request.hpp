@@ -11,7 +11,7 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 
-#include "bridge/expected.hpp"
+#include "common/expected.hpp"
 #include "http/client_url.hpp"
 
 namespace mcpmqtt::http {

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "bridge/expected.hpp"
+#include "common/expected.hpp"
 
 namespace mcpmqtt::http {
 

@@ -17,7 +17,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#include "bridge/metrics.hpp"
+#include "common/metrics.hpp"
 #include "http/server_modern.hpp"
 #include "http/server_session.hpp"
 #include "http/server_sse.hpp"

@@ -29,7 +29,7 @@
 #include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/string_body.hpp>
 
-#include "bridge/log.hpp"
+#include "common/log.hpp"
 #include "http/server_exchange.hpp"
 #include "http/server_rules.hpp"
 #include "http/server_state.hpp"

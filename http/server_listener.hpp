@@ -14,7 +14,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
-#include "bridge/expected.hpp"
+#include "common/expected.hpp"
 #include "http/server_backend.hpp"
 #include "http/server_options.hpp"
 

@@ -13,7 +13,7 @@
 
 #include <boost/asio/ip/address.hpp>
 
-#include "bridge/jsonrpc.hpp"
+#include "bridge/jsonrpc/jsonrpc.hpp"
 
 namespace mcpmqtt::http {
 

@@ -26,9 +26,9 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
-#include "bridge/channel.hpp"
-#include "bridge/log.hpp"
-#include "bridge/stream_router.hpp"
+#include "bridge/relay/channel.hpp"
+#include "common/log.hpp"
+#include "bridge/relay/stream_router.hpp"
 #include "http/server_exchange.hpp"
 #include "http/server_state.hpp"
 

@@ -1,6 +1,6 @@
 #include "http/server_state.hpp"
 
-#include "bridge/log.hpp"
+#include "common/log.hpp"
 #include "http/server_session.hpp"
 
 namespace mcpmqtt::http {

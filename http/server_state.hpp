@@ -17,7 +17,7 @@
 #include <boost/asio/io_context.hpp>
 #include <spdlog/logger.h>
 
-#include "bridge/jsonrpc.hpp"
+#include "bridge/jsonrpc/jsonrpc.hpp"
 #include "http/server_backend.hpp"
 #include "http/server_options.hpp"
 #include "http/server_rules.hpp"

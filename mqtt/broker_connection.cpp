@@ -8,8 +8,8 @@
 #include <boost/asio/post.hpp>
 #include <rapidjson/document.h>
 
-#include "bridge/log.hpp"
-#include "bridge/metrics.hpp"
+#include "common/log.hpp"
+#include "common/metrics.hpp"
 #include "mqtt/codec/codec.hpp"
 
 namespace mcpmqtt::mqtt {

@@ -30,7 +30,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "bridge/log.hpp"
+#include "common/log.hpp"
 #include "mqtt/broker_options.hpp"
 #include "mqtt/engine.hpp"
 

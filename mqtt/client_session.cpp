@@ -5,7 +5,7 @@
 #include <boost/asio/post.hpp>
 #include <openssl/rand.h>
 
-#include "bridge/log.hpp"
+#include "common/log.hpp"
 #include "bridge/protocol/topics.hpp"
 
 namespace mcpmqtt::mqtt {

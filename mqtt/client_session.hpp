@@ -25,7 +25,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
-#include "bridge/channel.hpp"
+#include "bridge/relay/channel.hpp"
 #include "mqtt/broker_connection.hpp"
 
 namespace mcpmqtt::mqtt {

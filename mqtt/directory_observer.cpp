@@ -1,6 +1,6 @@
 #include "mqtt/directory_observer.hpp"
 
-#include "bridge/log.hpp"
+#include "common/log.hpp"
 #include "bridge/protocol/topics.hpp"
 
 namespace mcpmqtt::mqtt {

@@ -14,8 +14,8 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
-#include "bridge/directory.hpp"
-#include "bridge/log.hpp"
+#include "bridge/relay/directory.hpp"
+#include "common/log.hpp"
 #include "mqtt/broker_connection.hpp"
 
 namespace mcpmqtt::mqtt {

@@ -3,8 +3,8 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "bridge/log.hpp"
-#include "bridge/metrics.hpp"
+#include "common/log.hpp"
+#include "common/metrics.hpp"
 #include "bridge/protocol/topics.hpp"
 
 namespace mcpmqtt::mqtt {

@@ -30,9 +30,9 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
-#include "bridge/channel.hpp"
-#include "bridge/jsonrpc.hpp"
-#include "bridge/log.hpp"
+#include "bridge/relay/channel.hpp"
+#include "bridge/jsonrpc/jsonrpc.hpp"
+#include "common/log.hpp"
 #include "mqtt/broker_connection.hpp"
 
 namespace mcpmqtt::mqtt {

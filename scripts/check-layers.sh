@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
-# Fails on an #include that crosses the layers of the design (README "Architecture"):
+# Fails on an #include that crosses the layers of the design (docs/design/architecture.md):
+# which folder may include which, folder by folder, subfolders included.
 #
-#   bridge/      the core (bridge/protocol/: the MCP over MQTT vocabulary): includes only bridge/,
-#                and no I/O library (Asio, Beast, Paho)
-#   config/      the configuration model: bridge/ and itself
-#   mqtt/ http/ stdio/
-#                the transports: bridge/ and themselves, never config/ or one another
-#   directions/  the four directions' orchestration: the core, config/ and the transports
-#   daemon/      the process: anything above
+#   common/            logging, metrics, Expected: nothing of ours
+#   bridge/jsonrpc/    the JSON-RPC message model: common/
+#   bridge/protocol/   the MCP over MQTT vocabulary (topics, names, events): bridge/jsonrpc/
+#   bridge/relay/      channels, splices, stream routing, directory, subscription hub: the above
+#   bridge/modern/     the MCP 2026-07-28 era (vocabulary, gateway, upstream adapter): the above
+#   config/            the configuration model: common/, bridge/protocol/
+#   mqtt/codec/        the MQTT 5.0 codec: the standard library only
+#   mqtt/ http/ stdio/ the transports: common/, bridge/ and themselves; never config/ or one
+#                      another (mqtt/ may use its codec)
+#   events/            webhooks (SQLite store, outbox, delivery over HTTP): common/, bridge/, http/
+#   directions/        the four directions' wiring: everything above
+#   daemon/            the process: common/, bridge/, config/ and directions/ — the transports
+#                      only through directions/
 #
+# The core (bridge/, common/) has no I/O library in it (no Asio, Beast, Paho or SQLite header).
 # tests/ and bench/ may include anything. Run from anywhere; `--root DIR` checks another tree
 # (the test of this script uses it on seeded mistakes).
 set -euo pipefail
@@ -19,45 +27,73 @@ if [[ ${1:-} == --root ]]; then
 fi
 cd "$root"
 
-# What each layer may include, as folders of this repository.
+core="common bridge/jsonrpc bridge/protocol bridge/relay bridge/modern"
+# What each folder may include, as folders of this repository (a folder's own subfolders are
+# listed where they may be included).
 declare -A allowed=(
-  [bridge]="bridge"
-  [config]="bridge config"
-  [mqtt]="bridge mqtt"
-  [http]="bridge http"
-  [stdio]="bridge stdio"
-  [directions]="bridge config mqtt http stdio directions"
-  [daemon]="bridge config mqtt http stdio directions daemon"
+  [common]="common"
+  [bridge/jsonrpc]="common bridge/jsonrpc"
+  [bridge/protocol]="common bridge/jsonrpc bridge/protocol"
+  [bridge/relay]="common bridge/jsonrpc bridge/protocol bridge/relay"
+  [bridge/modern]="$core"
+  [config]="common bridge/protocol config"
+  [mqtt/codec]="mqtt/codec"
+  [mqtt]="$core mqtt mqtt/codec"
+  [http]="$core http"
+  [stdio]="$core stdio"
+  [events]="$core http events"
+  [directions]="$core config mqtt mqtt/codec http stdio events directions"
+  [daemon]="$core config directions daemon"
 )
+# The folder a path belongs to, for the rules above: bridge/ and mqtt/codec/ by subfolder.
+folder_of() {
+  case "$1" in
+    bridge/*/*) local rest=${1#bridge/}; echo "bridge/${rest%%/*}" ;;
+    mqtt/codec/*) echo mqtt/codec ;;
+    */*) echo "${1%%/*}" ;;
+    *) echo "" ;;
+  esac
+}
 # Every top-level folder that holds sources of ours, so that an include of one is recognised.
-ours="bridge|config|mqtt|http|stdio|directions|daemon|tests|bench"
+ours="common|bridge|config|mqtt|http|stdio|events|directions|daemon|tests|bench"
 
 status=0
-for layer in bridge config mqtt http stdio directions daemon; do
-  [[ -d $layer ]] || continue
+while IFS= read -r file; do
+  layer=$(folder_of "$file")
+  [[ -n $layer && -n ${allowed[$layer]+x} ]] || {
+    echo "$file:1: in no layer of scripts/check-layers.sh (a new folder? give it a rule)" >&2
+    status=1
+    continue
+  }
   while IFS= read -r hit; do
-    file=${hit%%:*}
-    rest=${hit#*:}
-    line=${rest%%:*}
-    target=$(sed -E 's/^[^"]*"([^"/]+)\/.*$/\1/' <<<"${rest#*:}")
+    line=${hit%%:*}
+    target=$(sed -E 's/^[^"]*"([^"]+)".*$/\1/' <<<"${hit#*:}")
+    to=$(folder_of "$target")
     ok=0
     for a in ${allowed[$layer]}; do
-      [[ $target == "$a" ]] && ok=1
+      [[ $to == "$a" ]] && ok=1
     done
     if (( !ok )); then
-      echo "$file:$line: $layer/ may not include $target/ (allowed: ${allowed[$layer]})" >&2
+      echo "$file:$line: $layer/ may not include $to/ (allowed: ${allowed[$layer]})" >&2
       status=1
     fi
-  done < <(grep -rnE "^[[:space:]]*#[[:space:]]*include[[:space:]]+\"($ours)/" \
-             --include='*.cpp' --include='*.hpp' "$layer" || true)
-done
+  done < <(grep -nE "^[[:space:]]*#[[:space:]]*include[[:space:]]+\"($ours)/" "$file" || true)
+  # The codec includes nothing of ours but itself, and no library at all.
+  if [[ $layer == mqtt/codec ]]; then
+    while IFS= read -r hit; do
+      echo "$file:${hit%%:*}: mqtt/codec/ is standard C++ only" >&2
+      status=1
+    done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]+<(boost|mqtt|MQTT|rapidjson|spdlog|openssl|sqlite)' "$file" || true)
+  fi
+done < <(find common bridge config mqtt http stdio events directions daemon \
+           \( -name '*.cpp' -o -name '*.hpp' \) 2>/dev/null | sort)
 
 # The core has no I/O library in it (style.md: protocol cores without I/O).
 while IFS= read -r hit; do
-  echo "$hit: bridge/ is the core without I/O: no Asio, Beast or Paho header" >&2
+  echo "$hit: the core (common/, bridge/) has no I/O: no Asio, Beast, Paho or SQLite header" >&2
   status=1
-done < <(grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]+<(boost/asio|boost/beast|mqtt/|MQTT)' \
-           --include='*.cpp' --include='*.hpp' bridge 2>/dev/null || true)
+done < <(grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]+<(boost/asio|boost/beast|mqtt/|MQTT|sqlite3)' \
+           --include='*.cpp' --include='*.hpp' common bridge 2>/dev/null || true)
 
 if (( status )); then
   echo "check-layers: includes cross the layers (see the rules at the top of $0)" >&2

@@ -17,8 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bridge/log.hpp"
-#include "bridge/metrics.hpp"
+#include "common/log.hpp"
+#include "common/metrics.hpp"
 #include "stdio/line_codec.hpp"
 #include "stdio/line_splitter.hpp"
 #include "stdio/process_memory.hpp"

@@ -34,9 +34,9 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <sys/types.h>
 
-#include "bridge/channel.hpp"
-#include "bridge/expected.hpp"
-#include "bridge/jsonrpc.hpp"
+#include "bridge/relay/channel.hpp"
+#include "common/expected.hpp"
+#include "bridge/jsonrpc/jsonrpc.hpp"
 
 namespace mcpmqtt::stdio {
 

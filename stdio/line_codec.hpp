@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "bridge/jsonrpc.hpp"
+#include "bridge/jsonrpc/jsonrpc.hpp"
 
 namespace mcpmqtt::stdio {
 

@@ -9,7 +9,7 @@
 
 #include <sys/types.h>
 
-#include "bridge/expected.hpp"
+#include "common/expected.hpp"
 
 namespace mcpmqtt::stdio {
 

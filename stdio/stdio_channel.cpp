@@ -10,7 +10,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "bridge/log.hpp"
+#include "common/log.hpp"
 #include "stdio/line_codec.hpp"
 
 namespace mcpmqtt::stdio {

@@ -2,7 +2,7 @@
 
 #include <rapidjson/document.h>
 
-#include "bridge/raw_json.hpp"
+#include "bridge/jsonrpc/raw_json.hpp"
 
 namespace mcpmqtt::events {
 

@@ -19,10 +19,9 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <variant>
 #include <vector>
-
-#include "bridge/expected.hpp"
 
 namespace mcpmqtt::mqtt::codec {
 
@@ -138,8 +137,28 @@ struct Error {
   std::uint8_t reason = reason::malformed_packet;
   const char* what = "";
 };
+// A decoded value, or the Error that refused the input. The codec's own (it includes nothing
+// beyond the standard library), with the interface of common/expected.hpp's Expected.
 template <typename T>
-using Result = Expected<T, Error>;
+class Result {
+ public:
+  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}
+  Result(Error error) : v_(std::in_place_index<1>, error) {}
+
+  bool has_value() const { return v_.index() == 0; }
+  explicit operator bool() const { return has_value(); }
+  T& value() & { return std::get<0>(v_); }
+  const T& value() const& { return std::get<0>(v_); }
+  T&& value() && { return std::get<0>(std::move(v_)); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  const Error& error() const { return std::get<1>(v_); }
+
+ private:
+  std::variant<T, Error> v_;
+};
 
 // ---- primitives (§1.5) -------------------------------------------------------------------------
 

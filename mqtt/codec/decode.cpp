@@ -352,7 +352,7 @@ constexpr const char* kShort = "Remaining Length shorter than the packet's field
 constexpr Error kBadFlags = malformed("reserved flags of the fixed header have a wrong value");
 
 Result<Inbound> failed(const Reader& r) {
-  return unexpected(r.error());
+  return r.error();
 }
 
 // §2.2.1: a Packet Identifier is never 0.
@@ -367,18 +367,18 @@ Result<Inbound> decode_connack(std::string_view body) {  // §3.2
   std::uint8_t flags;
   if (!r.u8(flags, kShort) || !r.u8(c.reason_code, kShort)) return failed(r);
   // §3.2.2.1 [MQTT-3.2.2-1]: bits 7-1 of the Connect Acknowledge Flags are reserved, 0.
-  if ((flags & 0xFE) != 0) return unexpected(malformed("CONNACK acknowledge flags bits 7-1 set"));
+  if ((flags & 0xFE) != 0) return malformed("CONNACK acknowledge flags bits 7-1 set");
   c.session_present = (flags & 1) != 0;
   if (r.left() == 0) {
     // A CONNACK of MQTT 3.1.1 (§3.2.2.3 of that standard) has no properties and return codes 1-5:
     // a broker that does not speak 5.0 refusing our CONNECT.
     if (c.reason_code >= 1 && c.reason_code <= 5) {
-      return unexpected(malformed("CONNACK of MQTT 3.1.1: the broker does not support MQTT 5.0"));
+      return malformed("CONNACK of MQTT 3.1.1: the broker does not support MQTT 5.0");
     }
-    return unexpected(malformed("CONNACK without a Property Length"));
+    return malformed("CONNACK without a Property Length");
   }
   if (!kConnackCodes.has(c.reason_code)) {
-    return unexpected(protocol("reason code not valid in CONNACK"));
+    return protocol("reason code not valid in CONNACK");
   }
   if (!r.properties(c.properties, kConnackProperties) || !r.end()) return failed(r);
   return Inbound{c};
@@ -390,13 +390,13 @@ Result<Inbound> decode_publish(std::uint8_t flags, std::string_view body) {  // 
   p.dup = (flags & 8) != 0;
   p.retain = (flags & 1) != 0;
   // §3.3.1.2 [MQTT-3.3.1-4]: QoS 3 is malformed; §3.3.1.1 [MQTT-3.3.1-2]: no DUP at QoS 0.
-  if (p.qos == 3) return unexpected(malformed("PUBLISH with QoS 3"));
-  if (p.dup && p.qos == 0) return unexpected(malformed("PUBLISH with DUP set at QoS 0"));
+  if (p.qos == 3) return malformed("PUBLISH with QoS 3");
+  if (p.dup && p.qos == 0) return malformed("PUBLISH with DUP set at QoS 0");
   Reader r(body);
   if (!r.binary(p.topic, kShort)) return failed(r);
   // §3.3.2.1 [MQTT-3.3.2-2]: no wildcards in a Topic Name.
   if (!valid_topic_name(p.topic)) {
-    return unexpected(topic_name_error(p.topic, "Topic Name contains a wildcard"));
+    return topic_name_error(p.topic, "Topic Name contains a wildcard");
   }
   if (p.qos > 0 && !packet_id(r, p.packet_id)) return failed(r);
   if (!r.properties(p.properties, kPublishProperties)) return failed(r);
@@ -416,7 +416,7 @@ Result<Inbound> decode_ack(PacketType type, std::string_view body) {
   const bool valid = type == PacketType::puback || type == PacketType::pubrec
                          ? kPubackCodes.has(a.reason_code)
                          : kPubrelCodes.has(a.reason_code);
-  if (!valid) return unexpected(protocol("reason code not valid in this acknowledgement"));
+  if (!valid) return protocol("reason code not valid in this acknowledgement");
   if (r.left() == 0) return Inbound{a};
   if (!r.properties(a.properties, kAckProperties) || !r.end()) return failed(r);
   return Inbound{a};
@@ -428,15 +428,15 @@ Result<Inbound> decode_suback(PacketType type, std::string_view body) {
   SubAck s;
   s.type = type;
   if (!packet_id(r, s.packet_id)) return failed(r);
-  if (r.left() == 0) return unexpected(malformed(kShort));
+  if (r.left() == 0) return malformed(kShort);
   if (!r.properties(s.properties, kAckProperties)) return failed(r);
   s.reason_codes = r.rest();
   // §3.9.3, §3.11.3: one Reason Code per Topic Filter, and a (UN)SUBSCRIBE has at least one.
-  if (s.reason_codes.empty()) return unexpected(protocol("acknowledgement without reason codes"));
+  if (s.reason_codes.empty()) return protocol("acknowledgement without reason codes");
   const CodeSet& codes = type == PacketType::suback ? kSubackCodes : kUnsubackCodes;
   for (char c : s.reason_codes) {
     if (!codes.has(static_cast<std::uint8_t>(c))) {
-      return unexpected(protocol("reason code not valid in this acknowledgement"));
+      return protocol("reason code not valid in this acknowledgement");
     }
   }
   return Inbound{s};
@@ -450,13 +450,13 @@ Result<Inbound> decode_disconnect(std::string_view body) {  // §3.14
   if (r.left() == 0) return Inbound{d};
   r.u8(d.reason_code, kShort);
   if (!kDisconnectCodes.has(d.reason_code)) {
-    return unexpected(protocol("reason code not valid in a DISCONNECT from the server"));
+    return protocol("reason code not valid in a DISCONNECT from the server");
   }
   if (r.left() == 0) return Inbound{d};
   if (!r.properties(d.properties, kDisconnectProperties) || !r.end()) return failed(r);
   // §3.14.2.2.2 [MQTT-3.14.2-2]: the Server must not send a Session Expiry Interval.
   if (d.properties.session_expiry_interval) {
-    return unexpected(protocol("Session Expiry Interval in a DISCONNECT from the server"));
+    return protocol("Session Expiry Interval in a DISCONNECT from the server");
   }
   return Inbound{d};
 }
@@ -467,14 +467,14 @@ Result<Inbound> decode_auth(std::string_view body) {  // §3.15
   // §3.15.2.1: Reason Code and Property Length are left out together, or both present.
   if (r.left() == 0) return Inbound{a};
   r.u8(a.reason_code, kShort);
-  if (r.left() == 0) return unexpected(malformed("AUTH without a Property Length"));
+  if (r.left() == 0) return malformed("AUTH without a Property Length");
   if (!kAuthCodes.has(a.reason_code)) {
-    return unexpected(protocol("reason code not valid in an AUTH from the server"));
+    return protocol("reason code not valid in an AUTH from the server");
   }
   if (!r.properties(a.properties, kAuthProperties) || !r.end()) return failed(r);
   // §3.15.2.2.2: the Authentication Method may not be left out.
   if (!a.properties.authentication_method) {
-    return unexpected(protocol("AUTH without an Authentication Method"));
+    return protocol("AUTH without an Authentication Method");
   }
   return Inbound{a};
 }
@@ -489,7 +489,7 @@ Result<std::optional<Varint>> get_varint(std::string_view in) {
     case VarintStatus::truncated:
       return std::optional<Varint>();
     default:
-      return unexpected(malformed(varint_error(r.status)));
+      return malformed(varint_error(r.status));
   }
 }
 
@@ -504,7 +504,7 @@ Result<std::optional<FixedHeader>> read_fixed_header(std::string_view data,
     case VarintStatus::truncated:
       return std::optional<FixedHeader>();
     default:
-      return unexpected(malformed(varint_error(r.status)));
+      return malformed(varint_error(r.status));
   }
   FixedHeader h;
   h.first_byte = static_cast<std::uint8_t>(data[0]);
@@ -512,8 +512,7 @@ Result<std::optional<FixedHeader>> read_fixed_header(std::string_view data,
   h.header_size = 1 + r.size;
   // §3.1.2.11.4 [MQTT-3.1.2-24]: the whole packet counts against our Maximum Packet Size.
   if (max_packet_size != 0 && h.packet_size() > max_packet_size) {
-    return unexpected(
-        Error{reason::packet_too_large, "packet larger than our Maximum Packet Size"});
+    return Error{reason::packet_too_large, "packet larger than our Maximum Packet Size"};
   }
   return std::optional<FixedHeader>(h);
 }
@@ -521,7 +520,7 @@ Result<std::optional<FixedHeader>> read_fixed_header(std::string_view data,
 Result<Inbound> decode_inbound(std::uint8_t first_byte, std::string_view body) {
   const auto type = static_cast<PacketType>(first_byte >> 4);
   const unsigned flags = first_byte & 0x0F;
-  if (first_byte >> 4 == 0) return unexpected(malformed("reserved packet type 0"));  // §2.1.2
+  if (first_byte >> 4 == 0) return malformed("reserved packet type 0");  // §2.1.2
   switch (type) {
     case PacketType::publish:
       return decode_publish(static_cast<std::uint8_t>(flags), body);
@@ -529,12 +528,12 @@ Result<Inbound> decode_inbound(std::uint8_t first_byte, std::string_view body) {
     case PacketType::subscribe:
     case PacketType::unsubscribe:
     case PacketType::pingreq:
-      return unexpected(protocol("packet type a server never sends"));
+      return protocol("packet type a server never sends");
     default:
       break;
   }
   // §2.1.3 Table 2-2: PUBREL has 0b0010, every other type a server sends 0.
-  if (flags != (type == PacketType::pubrel ? 2u : 0u)) return unexpected(kBadFlags);
+  if (flags != (type == PacketType::pubrel ? 2u : 0u)) return kBadFlags;
   switch (type) {
     case PacketType::connack:
       return decode_connack(body);
@@ -549,7 +548,7 @@ Result<Inbound> decode_inbound(std::uint8_t first_byte, std::string_view body) {
     case PacketType::pingresp:
       // §3.13: no variable header, no payload.
       if (!body.empty()) {
-        return unexpected(malformed("PINGRESP with a Remaining Length other than 0"));
+        return malformed("PINGRESP with a Remaining Length other than 0");
       }
       return Inbound{PingResp{}};
     case PacketType::disconnect:
@@ -557,7 +556,7 @@ Result<Inbound> decode_inbound(std::uint8_t first_byte, std::string_view body) {
     case PacketType::auth:
       return decode_auth(body);
     default:
-      return unexpected(protocol("packet type a server never sends"));  // not reached
+      return protocol("packet type a server never sends");  // not reached
   }
 }
 

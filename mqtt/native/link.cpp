@@ -9,7 +9,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
-#include "bridge/log.hpp"
+#include "common/log.hpp"
 
 namespace mcpmqtt::mqtt::native {
 

@@ -19,7 +19,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <mqtt/async_client.h>
 
-#include "bridge/log.hpp"
+#include "common/log.hpp"
 #include "mqtt/codec/codec.hpp"
 #include "mqtt/engine.hpp"
 #include "mqtt/paho/executor_gate.hpp"

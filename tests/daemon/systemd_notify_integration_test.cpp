@@ -10,7 +10,7 @@
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <unistd.h>
 
-#include "bridge/log.hpp"
+#include "common/log.hpp"
 #include "daemon/systemd_notify.hpp"
 #include "tests/support/notify_socket.hpp"
 #include "tests/support/temp_dir.hpp"

@@ -11,7 +11,7 @@
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <unistd.h>
 
-#include "bridge/log.hpp"
+#include "common/log.hpp"
 
 using namespace mcpmqtt::daemon;
 using namespace std::chrono_literals;

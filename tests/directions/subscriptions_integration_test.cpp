@@ -8,7 +8,7 @@
 #include <catch2/catch.hpp>
 #include <signal.h>
 
-#include "bridge/subscription_hub.hpp"
+#include "bridge/relay/subscription_hub.hpp"
 #include "tests/http/server_test_support.hpp"
 #include "tests/support/ingress_bridge.hpp"
 #include "tests/support/wait.hpp"

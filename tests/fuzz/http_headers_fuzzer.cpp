@@ -30,10 +30,10 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 
-#include "bridge/jsonrpc.hpp"
-#include "bridge/protocol/modern.hpp"
+#include "bridge/jsonrpc/jsonrpc.hpp"
+#include "bridge/modern/protocol.hpp"
 #include "bridge/protocol/topics.hpp"
-#include "bridge/stream_router.hpp"
+#include "bridge/relay/stream_router.hpp"
 #include "http/server_options.hpp"
 #include "http/server_rules.hpp"
 #include "tests/fuzz/fuzz_check.hpp"

@@ -44,9 +44,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "bridge/channel.hpp"
-#include "bridge/jsonrpc.hpp"
-#include "bridge/log.hpp"
+#include "bridge/relay/channel.hpp"
+#include "bridge/jsonrpc/jsonrpc.hpp"
+#include "common/log.hpp"
 #include "http/server_backend.hpp"
 #include "http/server_listener.hpp"
 #include "tests/fuzz/fuzz_check.hpp"

@@ -8,7 +8,7 @@
 #include <catch2/catch.hpp>
 #include <spdlog/sinks/ostream_sink.h>
 
-#include "bridge/log.hpp"
+#include "common/log.hpp"
 #include "tests/http/client_fake_server.hpp"
 #include "tests/http/client_harness.hpp"
 #include "tests/support/sockets.hpp"

@@ -25,7 +25,7 @@
 #include <boost/asio/ssl.hpp>
 #include <sys/socket.h>
 
-#include "bridge/jsonrpc.hpp"
+#include "bridge/jsonrpc/jsonrpc.hpp"
 
 namespace mcpmqtt::test::fake {
 

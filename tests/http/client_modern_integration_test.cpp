@@ -5,7 +5,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "bridge/protocol/modern.hpp"
+#include "bridge/modern/protocol.hpp"
 #include "tests/http/client_fake_server.hpp"
 #include "tests/http/client_harness.hpp"
 

@@ -6,7 +6,7 @@
 #include <rapidjson/document.h>
 #include <signal.h>
 
-#include "bridge/metrics.hpp"
+#include "common/metrics.hpp"
 #include "bridge/protocol/topics.hpp"
 #include "mqtt/server_endpoint.hpp"
 #include "tests/support/io.hpp"

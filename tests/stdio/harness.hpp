@@ -19,8 +19,8 @@
 #include <spdlog/sinks/base_sink.h>
 #include <unistd.h>
 
-#include "bridge/channel.hpp"
-#include "bridge/log.hpp"
+#include "bridge/relay/channel.hpp"
+#include "common/log.hpp"
 
 namespace mcpmqtt::test::stdio {
 

@@ -34,7 +34,7 @@
 #include <rapidjson/writer.h>
 #include <unistd.h>
 
-#include "bridge/jsonrpc.hpp"
+#include "bridge/jsonrpc/jsonrpc.hpp"
 
 extern char** environ;
 

@@ -5,7 +5,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "bridge/log.hpp"
+#include "common/log.hpp"
 
 int main(int argc, char* argv[]) {
   // Tests write to sockets and pipes whose peer may have gone; make that an error, not a kill.

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "bridge/channel.hpp"
-#include "bridge/scheduler.hpp"
+#include "bridge/relay/channel.hpp"
+#include "bridge/relay/scheduler.hpp"
 
 namespace mcpmqtt::test {
 

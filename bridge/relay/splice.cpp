@@ -1,0 +1,375 @@
+#include "bridge/relay/splice.hpp"
+
+#include <algorithm>
+
+#include "common/log.hpp"
+#include "common/metrics.hpp"
+
+namespace mcpmqtt::bridge {
+
+namespace {
+
+auto logger() {
+  static auto l = log::get("bridge");
+  return l;
+}
+
+// The requestId of notifications/cancelled (string or integer), if well formed.
+std::optional<jsonrpc::Id> cancelled_id(const jsonrpc::Message& m) {
+  const auto* p = m.params();
+  if (!p || !p->IsObject()) return std::nullopt;
+  auto it = p->FindMember("requestId");
+  if (it == p->MemberEnd()) return std::nullopt;
+  if (it->value.IsString()) {
+    return jsonrpc::Id::string(std::string(it->value.GetString(), it->value.GetStringLength()));
+  }
+  if (it->value.IsInt64()) return jsonrpc::Id::integer(it->value.GetInt64());
+  return std::nullopt;
+}
+
+constexpr int kProgressCapFactor = 10;
+
+metrics::Gauge& sessions_gauge(const std::string& direction) {
+  return metrics::registry().gauge("mcpmqtt_sessions", "MCP sessions open, by direction.",
+                                   {"direction"}, {direction});
+}
+
+}  // namespace
+
+std::shared_ptr<Splice> Splice::create(std::shared_ptr<Channel> client,
+                                       std::shared_ptr<Channel> server, Scheduler& scheduler,
+                                       Options options, Hooks hooks) {
+  return std::shared_ptr<Splice>(new Splice(std::move(client), std::move(server), scheduler,
+                                            std::move(options), std::move(hooks)));
+}
+
+Splice::Splice(std::shared_ptr<Channel> client, std::shared_ptr<Channel> server,
+               Scheduler& scheduler, Options options, Hooks hooks)
+    : client_(std::move(client)),
+      server_(std::move(server)),
+      scheduler_(scheduler),
+      options_(std::move(options)),
+      hooks_(std::move(hooks)) {}
+
+Splice::~Splice() {
+  count_session_end();
+  for (auto* map : {&from_client_, &from_server_, &from_bridge_}) {
+    for (auto& [id, p] : *map) {
+      if (p.timer) scheduler_.cancel(p.timer);
+    }
+  }
+}
+
+void Splice::start() {
+  if (started_) return;
+  started_ = true;
+  if (!options_.metrics_direction.empty() && !closed_) {
+    counted_ = true;
+    sessions_gauge(options_.metrics_direction).inc();
+    metrics::registry()
+        .counter("mcpmqtt_sessions_total", "MCP sessions started, by direction.", {"direction"},
+                 {options_.metrics_direction})
+        .inc();
+  }
+  std::weak_ptr<Splice> weak = weak_from_this();
+  auto receiver = [weak](Side side) {
+    return Channel::Receiver{[weak, side](jsonrpc::Message m) {
+                               if (auto self = weak.lock()) self->on_message(side, std::move(m));
+                             },
+                             [weak, side](const CloseReason& why) {
+                               if (auto self = weak.lock()) self->on_side_closed(side, why);
+                             }};
+  };
+  server_->start(receiver(Side::server));
+  client_->start(receiver(Side::client));
+}
+
+std::size_t Splice::pending(Side requester) const {
+  return requester == Side::client ? from_client_.size() : from_server_.size();
+}
+
+void Splice::count(Side requester, const std::string& method, const char* outcome,
+                   const PendingRequest* p) {
+  if (options_.metrics_direction.empty()) return;
+  const std::string m(metrics::method_label(method));
+  metrics::registry()
+      .counter("mcpmqtt_requests_total",
+               "JSON-RPC requests relayed, by direction, origin (the side that sent it), method "
+               "and outcome (result, error, timeout, cancelled, closed, refused).",
+               {"direction", "origin", "method", "outcome"},
+               {options_.metrics_direction, side_name(requester), m, outcome})
+      .inc();
+  if (p && requester == Side::client) {
+    const auto took = std::chrono::duration<double>(scheduler_.now() - p->started).count();
+    metrics::registry()
+        .histogram("mcpmqtt_request_duration_seconds",
+                   "Time from a client's request to the server's response through the bridge, "
+                   "by direction and method.",
+                   {"direction", "method"}, {options_.metrics_direction, m})
+        .observe(took);
+  }
+}
+
+void Splice::count_session_end() {
+  if (!counted_) return;
+  counted_ = false;
+  sessions_gauge(options_.metrics_direction).dec();
+}
+
+void Splice::send_to(Side to, jsonrpc::Message m) {
+  if (!closed_) channel(to).send(std::move(m));
+}
+
+void Splice::deliver_held(Side from, jsonrpc::Message m) {
+  if (!closed_ && m.is_response()) on_response(from, std::move(m));
+}
+
+void Splice::on_message(Side from, jsonrpc::Message m) {
+  if (closed_) return;
+  if (hooks_.on_message && hooks_.on_message(from, m) == Verdict::drop) return;
+  switch (m.kind()) {
+    case jsonrpc::Kind::request:
+      on_request(from, std::move(m));
+      break;
+    case jsonrpc::Kind::result:
+    case jsonrpc::Kind::error:
+      on_response(from, std::move(m));
+      break;
+    case jsonrpc::Kind::notification:
+      on_notification(from, std::move(m));
+      break;
+  }
+}
+
+void Splice::on_request(Side from, jsonrpc::Message m) {
+  auto& map = pending_from(from);
+  if (map.count(m.id())) {
+    count(from, m.method(), "refused");
+    channel(from).send(jsonrpc::Message::error(
+        m.id(), jsonrpc::code::invalid_request,
+        "request id " + m.id().to_string() + " is already in use by a request in flight"));
+    return;
+  }
+  if (map.size() >= options_.max_pending) {
+    count(from, m.method(), "refused");
+    channel(from).send(jsonrpc::Message::error(m.id(), jsonrpc::code::connection_closed,
+                                               "too many requests in flight (" +
+                                                   std::to_string(map.size()) +
+                                                   "); wait for responses before sending more"));
+    return;
+  }
+  PendingRequest p;
+  p.method = m.method();
+  p.progress_token = m.progress_token();
+  p.timeout = options_.timeout_for ? options_.timeout_for(p.method) : std::chrono::milliseconds{0};
+  p.started = scheduler_.now();
+  auto [it, inserted] = map.emplace(m.id(), std::move(p));
+  arm(from, it->first, it->second);
+  channel(other(from)).send(std::move(m));
+}
+
+void Splice::arm(Side requester, const jsonrpc::Id& id, PendingRequest& p) {
+  if (p.timeout.count() <= 0) return;
+  p.deadline_cap = scheduler_.now() + p.timeout * kProgressCapFactor;
+  std::weak_ptr<Splice> weak = weak_from_this();
+  p.timer = scheduler_.schedule(p.timeout, [weak, requester, id] {
+    if (auto self = weak.lock()) self->on_timeout(requester, id);
+  });
+}
+
+void Splice::on_response(Side from, jsonrpc::Message m) {
+  if (auto it = from_bridge_.find(m.id()); it != from_bridge_.end() && it->second.to == from) {
+    auto p = std::move(it->second);
+    from_bridge_.erase(it);
+    if (p.timer) scheduler_.cancel(p.timer);
+    if (p.done) p.done(m);
+    return;
+  }
+  const Side requester = other(from);
+  if (m.id().is_null()) {
+    // An error the responder could not tie to a request (it could not parse it): pass it on.
+    channel(requester).send(std::move(m));
+    return;
+  }
+  auto& map = pending_from(requester);
+  auto it = map.find(m.id());
+  if (it == map.end()) {
+    logger()->debug(
+        "{} dropped a response from the {} to id {}: no such request in flight "
+        "(cancelled, timed out or never sent)",
+        options_.log_prefix, side_name(from), m.id().to_string());
+    return;
+  }
+  if (it->second.timer) scheduler_.cancel(it->second.timer);
+  count(requester, it->second.method, m.kind() == jsonrpc::Kind::result ? "result" : "error",
+        &it->second);
+  map.erase(it);
+  channel(requester).send(std::move(m));
+}
+
+void Splice::on_notification(Side from, jsonrpc::Message m) {
+  if (m.method() == "notifications/cancelled") {
+    // 002 §Cancellation: the requester gives up; the response that may still come is dropped.
+    auto id = cancelled_id(m);
+    auto& map = pending_from(from);
+    auto it = id ? map.find(*id) : map.end();
+    if (it == map.end()) {
+      logger()->debug("{} cancellation from the {} for a request not in flight; dropped",
+                      options_.log_prefix, side_name(from));
+      return;
+    }
+    if (it->second.timer) scheduler_.cancel(it->second.timer);
+    count(from, it->second.method, "cancelled");
+    map.erase(it);
+    channel(other(from)).send(std::move(m));
+    return;
+  }
+  if (m.method() == "notifications/progress" && m.progress_token()) {
+    // Progress from the responder restarts the requester's clock, within a cap.
+    auto& map = pending_from(other(from));
+    for (auto& [id, p] : map) {
+      if (p.progress_token != m.progress_token() || !p.timer) continue;
+      scheduler_.cancel(p.timer);
+      const auto now = scheduler_.now();
+      auto wait = std::min<Scheduler::Clock::duration>(p.timeout, p.deadline_cap - now);
+      if (wait.count() < 0) wait = Scheduler::Clock::duration::zero();
+      std::weak_ptr<Splice> weak = weak_from_this();
+      const Side requester = other(from);
+      p.timer = scheduler_.schedule(std::chrono::duration_cast<std::chrono::milliseconds>(wait),
+                                    [weak, requester, id = id] {
+                                      if (auto self = weak.lock()) self->on_timeout(requester, id);
+                                    });
+      break;
+    }
+  }
+  channel(other(from)).send(std::move(m));
+}
+
+void Splice::on_bridge_timeout(const jsonrpc::Id& id) {
+  auto it = from_bridge_.find(id);
+  if (closed_ || it == from_bridge_.end()) return;
+  auto p = std::move(it->second);
+  from_bridge_.erase(it);
+  channel(p.to).send(jsonrpc::Message::notification(
+      "notifications/cancelled",
+      R"({"requestId":)" + id.to_json() + R"(,"reason":"timed out in )" + options_.name + "\"}"));
+  if (p.done) {
+    p.done(jsonrpc::Message::error(id, jsonrpc::code::request_timeout,
+                                   "request timed out: no response to " + p.method + " from the " +
+                                       side_name(p.to) + " within " +
+                                       log::duration_text(p.timeout)));
+  }
+}
+
+void Splice::on_timeout(Side requester, const jsonrpc::Id& id) {
+  if (closed_) return;
+  auto& map = pending_from(requester);
+  auto it = map.find(id);
+  if (it == map.end()) return;
+  auto p = std::move(it->second);
+  map.erase(it);
+  count(requester, p.method, "timeout");
+  const Side responder = other(requester);
+  logger()->info("{} {} {} timed out after {}", options_.log_prefix, p.method, id.to_string(),
+                 log::duration_text(p.timeout));
+  channel(requester).send(jsonrpc::Message::error(
+      id, jsonrpc::code::request_timeout,
+      "request timed out: no response to " + p.method + " from the " + side_name(responder) +
+          " within " + log::duration_text(p.timeout) + " (" + options_.name + ")"));
+  channel(responder).send(jsonrpc::Message::notification(
+      "notifications/cancelled",
+      R"({"requestId":)" + id.to_json() + R"(,"reason":"request timed out after )" +
+          log::duration_text(p.timeout) + " in " + options_.name + "\"}"));
+  if (requester == Side::client && p.method == "initialize") {
+    finish({CloseReason::Kind::timeout,
+            "the server did not answer initialize within " + log::duration_text(p.timeout)});
+  }
+}
+
+void Splice::request_to(Side to, const std::string& method, const std::string& params_json,
+                        ResponseFn done) {
+  const auto id = jsonrpc::Id::string("mcpmqtt-bridge-" + std::to_string(next_bridge_id_++));
+  if (closed_) {
+    if (done)
+      done(jsonrpc::Message::error(id, jsonrpc::code::connection_closed, "the session is closed"));
+    return;
+  }
+  PendingRequest p;
+  p.method = method;
+  p.done = std::move(done);
+  p.to = to;
+  p.timeout = options_.timeout_for ? options_.timeout_for(method) : std::chrono::milliseconds{0};
+  auto [it, inserted] = from_bridge_.emplace(id, std::move(p));
+  if (it->second.timeout.count() > 0) {
+    std::weak_ptr<Splice> weak = weak_from_this();
+    it->second.timer = scheduler_.schedule(it->second.timeout, [weak, id] {
+      if (auto self = weak.lock()) self->on_bridge_timeout(id);
+    });
+  }
+  channel(to).send(jsonrpc::Message::request(id, method, params_json));
+}
+
+void Splice::answer_all(Side requester, const CloseReason& why, bool send) {
+  auto& map = pending_from(requester);
+  auto pending = std::move(map);
+  map.clear();
+  for (auto& [id, p] : pending) {
+    if (p.timer) scheduler_.cancel(p.timer);
+    count(requester, p.method, "closed");
+    if (!send) continue;
+    channel(requester).send(jsonrpc::Message::error(id, jsonrpc::code::connection_closed,
+                                                    p.method + " was not answered: " + why.detail));
+  }
+}
+
+void Splice::on_side_closed(Side side, const CloseReason& why) {
+  if (closed_) return;
+  logger()->info("{} the {} closed the session: {}", options_.log_prefix, side_name(side),
+                 why.detail);
+  const Side survivor = other(side);
+  closed_ = true;
+  if (survivor == Side::client) last_words(why);
+  // Requests the survivor sent will never be answered: tell it, naming why.
+  answer_all(survivor, why, /*send=*/true);
+  // Requests the closed side sent have nobody to answer to.
+  answer_all(side, why, /*send=*/false);
+  auto bridge = std::move(from_bridge_);
+  from_bridge_.clear();
+  for (auto& [id, p] : bridge) {
+    if (p.timer) scheduler_.cancel(p.timer);
+    if (p.done) p.done(jsonrpc::Message::error(id, jsonrpc::code::connection_closed, why.detail));
+  }
+  channel(survivor).close(why);
+  count_session_end();
+  if (hooks_.on_closed) hooks_.on_closed(why);
+}
+
+void Splice::last_words(const CloseReason& why) {
+  if (!hooks_.on_closing) return;
+  for (auto& m : hooks_.on_closing(why))
+    client_->send(std::move(m));
+}
+
+void Splice::close(const CloseReason& why) {
+  finish(why);
+}
+
+void Splice::finish(const CloseReason& why) {
+  if (closed_) return;
+  closed_ = true;
+  last_words(why);
+  answer_all(Side::client, why, /*send=*/true);
+  answer_all(Side::server, why, /*send=*/true);
+  auto bridge = std::move(from_bridge_);
+  from_bridge_.clear();
+  for (auto& [id, p] : bridge) {
+    if (p.timer) scheduler_.cancel(p.timer);
+    if (p.done) p.done(jsonrpc::Message::error(id, jsonrpc::code::connection_closed, why.detail));
+  }
+  client_->close(why);
+  server_->close(why);
+  count_session_end();
+  if (hooks_.on_closed) hooks_.on_closed(why);
+}
+
+}  // namespace mcpmqtt::bridge
