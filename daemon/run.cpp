@@ -3,8 +3,8 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "common/log.hpp"
 #include "bridge/protocol/topics.hpp"
+#include "common/log.hpp"
 #include "daemon/daemon.hpp"
 #include "directions/stdio_ingress.hpp"
 

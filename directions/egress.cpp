@@ -6,8 +6,8 @@
 #include <boost/asio/strand.hpp>
 #include <rapidjson/document.h>
 
-#include "common/log.hpp"
 #include "bridge/modern/protocol.hpp"
+#include "common/log.hpp"
 #include "directions/options.hpp"
 #include "http/client_channel.hpp"
 #include "mqtt/client_session.hpp"

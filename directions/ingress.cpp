@@ -6,13 +6,13 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "bridge/relay/holding_channel.hpp"
-#include "common/log.hpp"
+#include "bridge/jsonrpc/raw_json.hpp"
 #include "bridge/protocol/events.hpp"
 #include "bridge/protocol/topics.hpp"
-#include "bridge/jsonrpc/raw_json.hpp"
+#include "bridge/relay/holding_channel.hpp"
 #include "bridge/relay/splice.hpp"
 #include "bridge/relay/subscription_hub.hpp"
+#include "common/log.hpp"
 #include "directions/asio_scheduler.hpp"
 #include "directions/options.hpp"
 #include "mqtt/client_session.hpp"

@@ -2,8 +2,8 @@
 
 #include <boost/asio/post.hpp>
 
-#include "common/log.hpp"
 #include "bridge/modern/request_state.hpp"
+#include "common/log.hpp"
 
 namespace mcpmqtt::directions {
 

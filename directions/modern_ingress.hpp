@@ -13,8 +13,8 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "common/metrics.hpp"
 #include "bridge/modern/gateway.hpp"
+#include "common/metrics.hpp"
 #include "config/config.hpp"
 #include "directions/asio_scheduler.hpp"
 #include "directions/ingress.hpp"

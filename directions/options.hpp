@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "common/expected.hpp"
 #include "bridge/modern/upstream.hpp"
+#include "common/expected.hpp"
 #include "config/config.hpp"
 #include "http/client_channel.hpp"
 #include "http/server_options.hpp"

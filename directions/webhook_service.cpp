@@ -10,9 +10,9 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 
+#include "bridge/protocol/events.hpp"
 #include "common/log.hpp"
 #include "common/metrics.hpp"
-#include "bridge/protocol/events.hpp"
 #include "http/client_url.hpp"
 
 namespace mcpmqtt::directions {

@@ -32,14 +32,14 @@
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "common/expected.hpp"
 #include "bridge/jsonrpc/jsonrpc.hpp"
 #include "bridge/relay/local_channel.hpp"
-#include "events/webhooks.hpp"
+#include "common/expected.hpp"
 #include "config/config.hpp"
 #include "directions/asio_scheduler.hpp"
 #include "directions/ingress.hpp"
 #include "events/webhook_client.hpp"
+#include "events/webhooks.hpp"
 
 namespace mcpmqtt::directions {
 

@@ -14,11 +14,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/log.hpp"
-#include "common/metrics.hpp"
-#include "bridge/protocol/events.hpp"
 #include "bridge/jsonrpc/raw_json.hpp"
 #include "bridge/modern/request_state.hpp"
+#include "bridge/protocol/events.hpp"
+#include "common/log.hpp"
+#include "common/metrics.hpp"
 
 namespace mcpmqtt::bridge {
 

@@ -42,9 +42,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/expected.hpp"
 #include "bridge/jsonrpc/jsonrpc.hpp"
 #include "bridge/relay/scheduler.hpp"
+#include "common/expected.hpp"
 
 struct sqlite3;
 

@@ -18,9 +18,9 @@
 #include <boost/beast/http/status.hpp>
 #include <openssl/ssl.h>
 
+#include "bridge/modern/protocol.hpp"
 #include "common/log.hpp"
 #include "common/metrics.hpp"
-#include "bridge/modern/protocol.hpp"
 #include "http/client_connection.hpp"
 #include "http/client_request.hpp"
 #include "http/client_sse_parser.hpp"

@@ -34,9 +34,9 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include "bridge/modern/protocol.hpp"
 #include "bridge/relay/channel.hpp"
 #include "common/expected.hpp"
-#include "bridge/modern/protocol.hpp"
 #include "http/client_url.hpp"
 
 namespace mcpmqtt::http {

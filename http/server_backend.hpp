@@ -9,8 +9,8 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
-#include "bridge/relay/channel.hpp"
 #include "bridge/modern/protocol.hpp"
+#include "bridge/relay/channel.hpp"
 
 namespace mcpmqtt::http {
 

@@ -27,8 +27,8 @@
 #include <boost/asio/strand.hpp>
 
 #include "bridge/relay/channel.hpp"
-#include "common/log.hpp"
 #include "bridge/relay/stream_router.hpp"
+#include "common/log.hpp"
 #include "http/server_exchange.hpp"
 #include "http/server_state.hpp"
 

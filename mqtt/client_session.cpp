@@ -5,8 +5,8 @@
 #include <boost/asio/post.hpp>
 #include <openssl/rand.h>
 
-#include "common/log.hpp"
 #include "bridge/protocol/topics.hpp"
+#include "common/log.hpp"
 
 namespace mcpmqtt::mqtt {
 

@@ -1,7 +1,7 @@
 #include "mqtt/directory_observer.hpp"
 
-#include "common/log.hpp"
 #include "bridge/protocol/topics.hpp"
+#include "common/log.hpp"
 
 namespace mcpmqtt::mqtt {
 

@@ -3,9 +3,9 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "bridge/protocol/topics.hpp"
 #include "common/log.hpp"
 #include "common/metrics.hpp"
-#include "bridge/protocol/topics.hpp"
 
 namespace mcpmqtt::mqtt {
 

@@ -30,8 +30,8 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
-#include "bridge/relay/channel.hpp"
 #include "bridge/jsonrpc/jsonrpc.hpp"
+#include "bridge/relay/channel.hpp"
 #include "common/log.hpp"
 #include "mqtt/broker_connection.hpp"
 

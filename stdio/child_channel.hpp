@@ -34,9 +34,9 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <sys/types.h>
 
+#include "bridge/jsonrpc/jsonrpc.hpp"
 #include "bridge/relay/channel.hpp"
 #include "common/expected.hpp"
-#include "bridge/jsonrpc/jsonrpc.hpp"
 
 namespace mcpmqtt::stdio {
 

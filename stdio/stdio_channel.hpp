@@ -33,9 +33,9 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "bridge/jsonrpc/jsonrpc.hpp"
 #include "bridge/relay/channel.hpp"
 #include "common/expected.hpp"
-#include "bridge/jsonrpc/jsonrpc.hpp"
 #include "stdio/line_splitter.hpp"
 
 namespace spdlog {

@@ -1,7 +1,7 @@
 #include "bridge/modern/era_router.hpp"
 
-#include "common/log.hpp"
 #include "bridge/modern/protocol.hpp"
+#include "common/log.hpp"
 
 namespace mcpmqtt::bridge {
 

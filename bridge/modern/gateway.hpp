@@ -62,13 +62,13 @@
 #include <unordered_map>
 #include <vector>
 
-#include "bridge/relay/channel.hpp"
 #include "bridge/jsonrpc/jsonrpc.hpp"
-#include "bridge/relay/local_channel.hpp"
-#include "common/log.hpp"
 #include "bridge/modern/protocol.hpp"
 #include "bridge/modern/request_state.hpp"
+#include "bridge/relay/channel.hpp"
+#include "bridge/relay/local_channel.hpp"
 #include "bridge/relay/scheduler.hpp"
+#include "common/log.hpp"
 
 namespace mcpmqtt::bridge {
 

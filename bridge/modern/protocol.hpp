@@ -17,8 +17,8 @@
 
 #include <rapidjson/document.h>
 
-#include "common/expected.hpp"
 #include "bridge/jsonrpc/jsonrpc.hpp"
+#include "common/expected.hpp"
 
 namespace mcpmqtt::modern {
 

@@ -73,8 +73,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "bridge/relay/channel.hpp"
 #include "bridge/modern/protocol.hpp"
+#include "bridge/relay/channel.hpp"
 #include "bridge/relay/scheduler.hpp"
 
 namespace mcpmqtt::bridge {

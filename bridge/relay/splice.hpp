@@ -26,8 +26,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "bridge/relay/channel.hpp"
 #include "bridge/jsonrpc/jsonrpc.hpp"
+#include "bridge/relay/channel.hpp"
 #include "bridge/relay/scheduler.hpp"
 
 namespace mcpmqtt::bridge {

@@ -44,8 +44,8 @@
 #include <utility>
 #include <vector>
 
-#include "common/expected.hpp"
 #include "bridge/jsonrpc/jsonrpc.hpp"
+#include "common/expected.hpp"
 
 namespace mcpmqtt::bridge {
 

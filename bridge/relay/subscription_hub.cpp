@@ -5,8 +5,8 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
-#include "bridge/protocol/events.hpp"
 #include "bridge/jsonrpc/raw_json.hpp"
+#include "bridge/protocol/events.hpp"
 
 namespace mcpmqtt::bridge {
 

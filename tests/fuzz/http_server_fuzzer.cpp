@@ -44,8 +44,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "bridge/relay/channel.hpp"
 #include "bridge/jsonrpc/jsonrpc.hpp"
+#include "bridge/relay/channel.hpp"
 #include "common/log.hpp"
 #include "http/server_backend.hpp"
 #include "http/server_listener.hpp"

@@ -1,5 +1,5 @@
-// Any text as a JSON-RPC message or body from a peer (bridge/jsonrpc/jsonrpc.hpp), and the 2026-07-28
-// vocabulary built on it (bridge/modern/protocol.hpp).
+// Any text as a JSON-RPC message or body from a peer (bridge/jsonrpc/jsonrpc.hpp), and the
+// 2026-07-28 vocabulary built on it (bridge/modern/protocol.hpp).
 //
 // The input is one text. It is parsed as a message and as a body, from an owned and from a
 // shared string (the two must agree), and again under tight limits (which may only refuse more).

@@ -23,8 +23,8 @@
 #include <boost/beast/http.hpp>
 #include <catch2/catch.hpp>
 
-#include "bridge/relay/channel.hpp"
 #include "bridge/jsonrpc/jsonrpc.hpp"
+#include "bridge/relay/channel.hpp"
 #include "http/server_backend.hpp"
 #include "http/server_listener.hpp"
 

@@ -6,8 +6,8 @@
 #include <rapidjson/document.h>
 #include <signal.h>
 
-#include "common/metrics.hpp"
 #include "bridge/protocol/topics.hpp"
+#include "common/metrics.hpp"
 #include "mqtt/server_endpoint.hpp"
 #include "tests/support/io.hpp"
 #include "tests/support/mosquitto.hpp"

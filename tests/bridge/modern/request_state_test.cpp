@@ -1,5 +1,5 @@
-// requestState tokens (bridge/modern/request_state.hpp) and the channel the gateway plays a client on
-// (bridge/relay/local_channel.hpp).
+// requestState tokens (bridge/modern/request_state.hpp) and the channel the gateway plays a client
+// on (bridge/relay/local_channel.hpp).
 #include "bridge/modern/request_state.hpp"
 
 #include <catch2/catch.hpp>
