@@ -53,6 +53,9 @@ std::string child_path(const std::string& parent, const std::string& key) {
   return parent.empty() ? k : parent + "." + k;
 }
 
+// While key_paths() runs: where every key the readers ask about is written down.
+thread_local std::vector<std::string>* key_recorder = nullptr;
+
 // Reads one JSON object of the configuration. Every key the code asks about is a known key;
 // finish() reports the others, with the nearest known key as a suggestion.
 class ObjectReader {
@@ -65,6 +68,7 @@ class ObjectReader {
 
   const Value* get(const char* key) {
     known_.push_back(key);
+    if (key_recorder) key_recorder->push_back(path_of(key));
     auto it = obj_.FindMember(key);
     return it == obj_.MemberEnd() ? nullptr : &it->value;
   }
@@ -856,6 +860,25 @@ LoadResult parse(const std::string& text, const std::string& origin, GetEnv gete
   }
   top.finish();
   return finish(std::move(cfg), std::move(problems), getenv_fn);
+}
+
+std::vector<std::string> key_paths() {
+  // Every object of the model present (empty), so that every reader runs and asks for its keys;
+  // one stdio server for the keys of an mcpServers entry.
+  const std::string skeleton =
+      R"({"mqtt": {"tls": {}}, "http": {"limits": {}}, "ingress": {"modern": {}}, "egress": {},)"
+      R"( "events": {"webhooks": {}}, "log": {}, "daemon": {}, "timeouts": {},)"
+      R"( "mcpServers": {"NAME": {"command": "x"}}})";
+  std::vector<std::string> keys;
+  key_recorder = &keys;
+  parse(skeleton, "key_paths");
+  key_recorder = nullptr;
+  // timeouts: any method name, and "default".
+  keys.push_back("timeouts.default");
+  keys.push_back("timeouts.METHOD");
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  return keys;
 }
 
 LoadResult load_file(const std::string& path, GetEnv getenv_fn) {

@@ -297,6 +297,10 @@ using GetEnv = const char* (*)(const char*);
 
 // Parses and validates a configuration text. `origin` names the source in messages.
 LoadResult parse(const std::string& text, const std::string& origin, GetEnv getenv_fn = nullptr);
+// Every key of the model, as a path ("mqtt.tls.ca_file", "mcpServers.NAME.command",
+// "timeouts.METHOD"): what mcp-mqtt-bridge.conf(5) must document. The older keys that still
+// read (`*_s` beside `*_ms`) are not listed.
+std::vector<std::string> key_paths();
 // Reads and parses a file.
 LoadResult load_file(const std::string& path, GetEnv getenv_fn = nullptr);
 // Defaults only (no file), with environment overrides applied.
