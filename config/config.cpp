@@ -876,6 +876,9 @@ std::vector<std::string> key_paths() {
   // timeouts: any method name, and "default".
   keys.push_back("timeouts.default");
   keys.push_back("timeouts.METHOD");
+  // Paths quote keys with characters outside [A-Za-z0-9_] ("$schema"); the page names them bare.
+  for (auto& k : keys)
+    std::erase(k, '"');
   std::sort(keys.begin(), keys.end());
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
   return keys;

@@ -251,7 +251,8 @@ std::string usage() {
       "published server are up; otherwise 503 naming each part that is not, and why.\n"
       "Queues toward slow clients are bounded in messages and bytes (http.limits.*_bytes).\n"
       "Exit status: 0 success, 1 runtime failure, 2 bad usage or invalid configuration.\n"
-      "A sample configuration documenting every key: config/bridge.example.jsonc\n";
+      "Every configuration key: mcp-mqtt-bridge.conf(5), and the sample\n"
+      "config/bridge.example.jsonc; the daemon: mcp-mqtt-bridge(8).\n";
   return out;
 }
 

@@ -186,6 +186,11 @@ TEST_CASE(
   CHECK(mode_of(example) == 0644);
   CHECK(mode_of(unit_path) == 0644);
 
+  // The manual pages, where man(1) looks under the prefix.
+  CHECK(read_file(p + "/share/man/man8/mcp-mqtt-bridge.8") == repo_file("man/mcp-mqtt-bridge.8"));
+  CHECK(read_file(p + "/share/man/man5/mcp-mqtt-bridge.conf.5") ==
+        repo_file("man/mcp-mqtt-bridge.conf.5"));
+
   // The installed daemon accepts the installed default configuration, as it will at start.
   auto check = run_capture({exec[0], "--check-config", config});
   INFO(check.err);
@@ -224,6 +229,8 @@ TEST_CASE("cmake --install for a package (prefix /usr, DESTDIR) matches the unit
   CHECK(fs::exists(s + "/etc/mcp-mqtt-bridge/bridge.jsonc"));
   CHECK(fs::exists(s + "/etc/mcp-mqtt-bridge/bridge.example.jsonc"));
   CHECK_FALSE(fs::exists(s + "/usr/etc"));
+  CHECK(fs::exists(s + "/usr/share/man/man8/mcp-mqtt-bridge.8"));
+  CHECK(fs::exists(s + "/usr/share/man/man5/mcp-mqtt-bridge.conf.5"));
 
   // Every file the image's runtime stage copies from the build stage's /staging is there.
   std::stringstream dockerfile(repo_file("docker/Dockerfile"));
