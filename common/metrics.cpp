@@ -191,34 +191,48 @@ Registry& registry() {
   return r;
 }
 
+namespace {
+
+constexpr std::array<std::string_view, kMethodLabels> kMethodNames{"initialize",
+                                                                   "ping",
+                                                                   "tools/list",
+                                                                   "tools/call",
+                                                                   "resources/list",
+                                                                   "resources/read",
+                                                                   "resources/templates/list",
+                                                                   "resources/subscribe",
+                                                                   "resources/unsubscribe",
+                                                                   "prompts/list",
+                                                                   "prompts/get",
+                                                                   "completion/complete",
+                                                                   "logging/setLevel",
+                                                                   "sampling/createMessage",
+                                                                   "elicitation/create",
+                                                                   "roots/list",
+                                                                   "subscriptions/listen",
+                                                                   "tasks/get",
+                                                                   "tasks/result",
+                                                                   "tasks/list",
+                                                                   "tasks/cancel",
+                                                                   "notifications/cancelled",
+                                                                   "notifications/initialized",
+                                                                   "notifications/progress",
+                                                                   "other"};
+
+}  // namespace
+
+std::size_t method_index(std::string_view method) {
+  for (std::size_t i = 0; i + 1 < kMethodNames.size(); ++i)
+    if (kMethodNames[i] == method) return i;
+  return kMethodLabels - 1;
+}
+
+std::string_view method_label_at(std::size_t index) {
+  return index < kMethodLabels ? kMethodNames[index] : kMethodNames.back();
+}
+
 std::string_view method_label(std::string_view method) {
-  static constexpr std::array<std::string_view, 24> known{"initialize",
-                                                          "ping",
-                                                          "tools/list",
-                                                          "tools/call",
-                                                          "resources/list",
-                                                          "resources/read",
-                                                          "resources/templates/list",
-                                                          "resources/subscribe",
-                                                          "resources/unsubscribe",
-                                                          "prompts/list",
-                                                          "prompts/get",
-                                                          "completion/complete",
-                                                          "logging/setLevel",
-                                                          "sampling/createMessage",
-                                                          "elicitation/create",
-                                                          "roots/list",
-                                                          "subscriptions/listen",
-                                                          "tasks/get",
-                                                          "tasks/result",
-                                                          "tasks/list",
-                                                          "tasks/cancel",
-                                                          "notifications/cancelled",
-                                                          "notifications/initialized",
-                                                          "notifications/progress"};
-  for (auto k : known)
-    if (k == method) return k;
-  return "other";
+  return kMethodNames[method_index(method)];
 }
 
 std::string escape_label_value(std::string_view v) {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -134,6 +135,11 @@ Registry& registry();
 // A JSON-RPC method name as a label value: the MCP methods as they are, anything else "other",
 // so a client cannot grow the registry without bound.
 std::string_view method_label(std::string_view method);
+// The same as an index, for tables of series resolved once: 0 to kMethodLabels - 1, the last
+// being "other"; method_label_at() gives the label back.
+inline constexpr std::size_t kMethodLabels = 25;
+std::size_t method_index(std::string_view method);
+std::string_view method_label_at(std::size_t index);
 
 // Escapes a label value for the text format (backslash, double quote, newline).
 std::string escape_label_value(std::string_view v);

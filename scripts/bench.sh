@@ -12,6 +12,8 @@
 #                                             through the same bridge (about 2 minutes)
 #   scripts/bench.sh webhooks [ARGS…]         events to 1,000 webhook registrations, outbox on
 #                                             disk (about 1 minute)
+#   scripts/bench.sh relay [ARGS…]            the relay core's own cost per request, no I/O
+#                                             (seconds; under callgrind for instruction counts)
 #
 # e.g. scripts/bench.sh compare --only 1,2 --requests 500,
 #      scripts/bench.sh compare --only 3 --engines native --brokers default (one cell),
@@ -20,13 +22,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 which=all
 case "${1:-}" in
-  compare | fanout | modern | webhooks)
+  compare | fanout | modern | webhooks | relay)
     which=$1
     shift
     ;;
   "") ;;
   *)
-    echo "usage: scripts/bench.sh [compare|fanout|modern|webhooks [ARGS…]]" >&2
+    echo "usage: scripts/bench.sh [compare|fanout|modern|webhooks|relay [ARGS…]]" >&2
     exit 2
     ;;
 esac
@@ -35,27 +37,31 @@ scripts/setup-node.sh >/dev/null  # supergateway and the Node it runs on (tests/
 cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMCPMQTT_BUILD_BENCHMARKS=ON \
   -DMCPMQTT_WERROR=ON >/dev/null
 cmake --build build-bench --parallel "${MCPMQTT_BUILD_JOBS:-2}" \
-  --target bench_fanout bench_compare bench_modern bench_webhooks bench_mqtt_echo_server \
+  --target bench_fanout bench_compare bench_modern bench_webhooks bench_relay bench_mqtt_echo_server \
   mcp-mqtt-bridge mcp_test_server mcp_events_server
 if [[ $which == all || $which == compare ]]; then
-  echo "== the bridge against the floor and supergateway, per MQTT engine and broker: latency, throughput, sessions, payload (issue 9) =="
+  echo "== the bridge against the floor and supergateway, per MQTT engine and broker: latency, throughput, sessions, payload =="
   build-bench/bench/bench_compare "$@"
 fi
 if [[ $which == all || $which == fanout ]]; then
   if [[ " $* " == *" --mode "* ]]; then
     build-bench/bench/bench_fanout "$@"
   else
-    echo "== fan-out: one resource update → N subscriptions/listen streams over HTTP (issue 7) =="
+    echo "== fan-out: one resource update → N subscriptions/listen streams over HTTP =="
     build-bench/bench/bench_fanout "$@"
-    echo "== fan-out: one event:// update → 1,000 sessions subscribed in-band (SEP-1803, issue 22) =="
+    echo "== fan-out: one event:// update → 1,000 sessions subscribed in-band (SEP-1803) =="
     build-bench/bench/bench_fanout --mode sessions
   fi
 fi
 if [[ $which == all || $which == modern ]]; then
-  echo "== MCP 2026-07-28 requests against 2025 session requests through the same bridge (issue 19) =="
+  echo "== MCP 2026-07-28 requests against 2025 session requests through the same bridge =="
   build-bench/bench/bench_modern "$@"
 fi
 if [[ $which == all || $which == webhooks ]]; then
-  echo "== webhooks: events of one server to 1,000 registrations, outbox on disk (issue 22) =="
+  echo "== webhooks: events of one server to 1,000 registrations, outbox on disk =="
   build-bench/bench/bench_webhooks "$@"
+fi
+if [[ $which == all || $which == relay ]]; then
+  echo "== the relay core: one splice, request/response pairs in memory =="
+  build-bench/bench/bench_relay "$@"
 fi

@@ -49,15 +49,15 @@ Splice::Splice(std::shared_ptr<Channel> client, std::shared_ptr<Channel> server,
       server_(std::move(server)),
       scheduler_(scheduler),
       options_(std::move(options)),
-      hooks_(std::move(hooks)) {}
+      hooks_(std::move(hooks)) {
+  if (!options_.metrics_direction.empty()) meters_ = &RequestMeters::of(options_.metrics_direction);
+}
 
 Splice::~Splice() {
   count_session_end();
-  for (auto* map : {&from_client_, &from_server_, &from_bridge_}) {
-    for (auto& [id, p] : *map) {
-      if (p.timer) scheduler_.cancel(p.timer);
-    }
-  }
+  for (auto& [id, p] : from_bridge_)
+    if (p.timer) scheduler_.cancel(p.timer);
+  cancel_deadline_timer();
 }
 
 void Splice::start() {
@@ -88,26 +88,14 @@ std::size_t Splice::pending(Side requester) const {
   return requester == Side::client ? from_client_.size() : from_server_.size();
 }
 
-void Splice::count(Side requester, const std::string& method, const char* outcome,
+void Splice::count(Side requester, const std::string& method, RequestMeters::Outcome outcome,
                    const PendingRequest* p) {
-  if (options_.metrics_direction.empty()) return;
-  const std::string m(metrics::method_label(method));
-  metrics::registry()
-      .counter("mcpmqtt_requests_total",
-               "JSON-RPC requests relayed, by direction, origin (the side that sent it), method "
-               "and outcome (result, error, timeout, cancelled, closed, refused).",
-               {"direction", "origin", "method", "outcome"},
-               {options_.metrics_direction, side_name(requester), m, outcome})
-      .inc();
-  if (p && requester == Side::client) {
-    const auto took = std::chrono::duration<double>(scheduler_.now() - p->started).count();
-    metrics::registry()
-        .histogram("mcpmqtt_request_duration_seconds",
-                   "Time from a client's request to the server's response through the bridge, "
-                   "by direction and method.",
-                   {"direction", "method"}, {options_.metrics_direction, m})
-        .observe(took);
-  }
+  if (!meters_) return;
+  meters_->count(
+      requester == Side::client ? RequestMeters::Origin::client : RequestMeters::Origin::server,
+      method, outcome);
+  if (p && requester == Side::client)
+    meters_->observe(method, std::chrono::duration<double>(scheduler_.now() - p->started).count());
 }
 
 void Splice::count_session_end() {
@@ -144,14 +132,14 @@ void Splice::on_message(Side from, jsonrpc::Message m) {
 void Splice::on_request(Side from, jsonrpc::Message m) {
   auto& map = pending_from(from);
   if (map.count(m.id())) {
-    count(from, m.method(), "refused");
+    count(from, m.method(), RequestMeters::Outcome::refused);
     channel(from).send(jsonrpc::Message::error(
         m.id(), jsonrpc::code::invalid_request,
         "request id " + m.id().to_string() + " is already in use by a request in flight"));
     return;
   }
   if (map.size() >= options_.max_pending) {
-    count(from, m.method(), "refused");
+    count(from, m.method(), RequestMeters::Outcome::refused);
     channel(from).send(jsonrpc::Message::error(m.id(), jsonrpc::code::connection_closed,
                                                "too many requests in flight (" +
                                                    std::to_string(map.size()) +
@@ -163,18 +151,68 @@ void Splice::on_request(Side from, jsonrpc::Message m) {
   p.progress_token = m.progress_token();
   p.timeout = options_.timeout_for ? options_.timeout_for(p.method) : std::chrono::milliseconds{0};
   p.started = scheduler_.now();
-  auto [it, inserted] = map.emplace(m.id(), std::move(p));
-  arm(from, it->first, it->second);
+  if (p.timeout.count() > 0) {
+    p.deadline_cap = p.started + p.timeout * kProgressCapFactor;
+    arm(p, p.started + p.timeout);
+  }
+  map.emplace(m.id(), std::move(p));
   channel(other(from)).send(std::move(m));
 }
 
-void Splice::arm(Side requester, const jsonrpc::Id& id, PendingRequest& p) {
-  if (p.timeout.count() <= 0) return;
-  p.deadline_cap = scheduler_.now() + p.timeout * kProgressCapFactor;
+void Splice::arm(PendingRequest& p, Scheduler::Clock::time_point deadline) {
+  p.deadline = deadline;
+  p.deadline_seq = next_deadline_seq_++;
+  arm_deadline_timer(deadline);
+}
+
+void Splice::arm_deadline_timer(Scheduler::Clock::time_point at) {
+  if (deadline_timer_) {
+    if (deadline_timer_at_ <= at) return;  // it fires sooner and re-arms for the rest
+    scheduler_.cancel(deadline_timer_);
+  }
+  const auto wait = std::max(at - scheduler_.now(), Scheduler::Clock::duration::zero());
+  deadline_timer_at_ = at;
   std::weak_ptr<Splice> weak = weak_from_this();
-  p.timer = scheduler_.schedule(p.timeout, [weak, requester, id] {
-    if (auto self = weak.lock()) self->on_timeout(requester, id);
+  // Rounded up: a timer never fires before the deadline it is armed for.
+  deadline_timer_ = scheduler_.schedule(std::chrono::ceil<std::chrono::milliseconds>(wait), [weak] {
+    if (auto self = weak.lock()) self->on_deadline();
   });
+}
+
+void Splice::cancel_deadline_timer() {
+  if (deadline_timer_) scheduler_.cancel(deadline_timer_);
+  deadline_timer_ = 0;
+}
+
+void Splice::on_deadline() {
+  deadline_timer_ = 0;
+  if (closed_) return;
+  const auto now = scheduler_.now();
+  struct Due {
+    Scheduler::Clock::time_point at;
+    std::uint64_t seq;
+    Side requester;
+    jsonrpc::Id id;
+  };
+  std::vector<Due> due;
+  std::optional<Scheduler::Clock::time_point> next;
+  for (Side side : {Side::client, Side::server}) {
+    for (const auto& [id, p] : pending_from(side)) {
+      if (p.timeout.count() <= 0) continue;
+      if (p.deadline <= now)
+        due.push_back({p.deadline, p.deadline_seq, side, id});
+      else if (!next || p.deadline < *next)
+        next = p.deadline;
+    }
+  }
+  // In the order they fell due, as separate timers would have fired.
+  std::sort(due.begin(), due.end(),
+            [](const Due& a, const Due& b) { return a.at != b.at ? a.at < b.at : a.seq < b.seq; });
+  for (const auto& d : due) {
+    if (closed_) return;
+    on_timeout(d.requester, d.id);
+  }
+  if (next && !closed_) arm_deadline_timer(*next);
 }
 
 void Splice::on_response(Side from, jsonrpc::Message m) {
@@ -200,8 +238,9 @@ void Splice::on_response(Side from, jsonrpc::Message m) {
         options_.log_prefix, side_name(from), m.id().to_string());
     return;
   }
-  if (it->second.timer) scheduler_.cancel(it->second.timer);
-  count(requester, it->second.method, m.kind() == jsonrpc::Kind::result ? "result" : "error",
+  count(requester, it->second.method,
+        m.kind() == jsonrpc::Kind::result ? RequestMeters::Outcome::result
+                                          : RequestMeters::Outcome::error,
         &it->second);
   map.erase(it);
   channel(requester).send(std::move(m));
@@ -218,8 +257,7 @@ void Splice::on_notification(Side from, jsonrpc::Message m) {
                       options_.log_prefix, side_name(from));
       return;
     }
-    if (it->second.timer) scheduler_.cancel(it->second.timer);
-    count(from, it->second.method, "cancelled");
+    count(from, it->second.method, RequestMeters::Outcome::cancelled);
     map.erase(it);
     channel(other(from)).send(std::move(m));
     return;
@@ -228,17 +266,9 @@ void Splice::on_notification(Side from, jsonrpc::Message m) {
     // Progress from the responder restarts the requester's clock, within a cap.
     auto& map = pending_from(other(from));
     for (auto& [id, p] : map) {
-      if (p.progress_token != m.progress_token() || !p.timer) continue;
-      scheduler_.cancel(p.timer);
+      if (p.progress_token != m.progress_token() || p.timeout.count() <= 0) continue;
       const auto now = scheduler_.now();
-      auto wait = std::min<Scheduler::Clock::duration>(p.timeout, p.deadline_cap - now);
-      if (wait.count() < 0) wait = Scheduler::Clock::duration::zero();
-      std::weak_ptr<Splice> weak = weak_from_this();
-      const Side requester = other(from);
-      p.timer = scheduler_.schedule(std::chrono::duration_cast<std::chrono::milliseconds>(wait),
-                                    [weak, requester, id = id] {
-                                      if (auto self = weak.lock()) self->on_timeout(requester, id);
-                                    });
+      arm(p, std::min(now + p.timeout, std::max(p.deadline_cap, now)));
       break;
     }
   }
@@ -268,7 +298,7 @@ void Splice::on_timeout(Side requester, const jsonrpc::Id& id) {
   if (it == map.end()) return;
   auto p = std::move(it->second);
   map.erase(it);
-  count(requester, p.method, "timeout");
+  count(requester, p.method, RequestMeters::Outcome::timeout);
   const Side responder = other(requester);
   logger()->info("{} {} {} timed out after {}", options_.log_prefix, p.method, id.to_string(),
                  log::duration_text(p.timeout));
@@ -314,8 +344,7 @@ void Splice::answer_all(Side requester, const CloseReason& why, bool send) {
   auto pending = std::move(map);
   map.clear();
   for (auto& [id, p] : pending) {
-    if (p.timer) scheduler_.cancel(p.timer);
-    count(requester, p.method, "closed");
+    count(requester, p.method, RequestMeters::Outcome::closed);
     if (!send) continue;
     channel(requester).send(jsonrpc::Message::error(id, jsonrpc::code::connection_closed,
                                                     p.method + " was not answered: " + why.detail));
@@ -333,6 +362,7 @@ void Splice::on_side_closed(Side side, const CloseReason& why) {
   answer_all(survivor, why, /*send=*/true);
   // Requests the closed side sent have nobody to answer to.
   answer_all(side, why, /*send=*/false);
+  cancel_deadline_timer();
   auto bridge = std::move(from_bridge_);
   from_bridge_.clear();
   for (auto& [id, p] : bridge) {
@@ -360,6 +390,7 @@ void Splice::finish(const CloseReason& why) {
   last_words(why);
   answer_all(Side::client, why, /*send=*/true);
   answer_all(Side::server, why, /*send=*/true);
+  cancel_deadline_timer();
   auto bridge = std::move(from_bridge_);
   from_bridge_.clear();
   for (auto& [id, p] : bridge) {

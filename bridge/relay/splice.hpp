@@ -28,6 +28,7 @@
 
 #include "bridge/jsonrpc/jsonrpc.hpp"
 #include "bridge/relay/channel.hpp"
+#include "bridge/relay/request_meters.hpp"
 #include "bridge/relay/scheduler.hpp"
 
 namespace mcpmqtt::bridge {
@@ -95,8 +96,12 @@ class Splice : public std::enable_shared_from_this<Splice> {
  private:
   struct PendingRequest {
     std::string method;
-    Scheduler::TimerId timer = 0;
+    Scheduler::TimerId timer = 0;  // bridge-originated requests only
     std::chrono::milliseconds timeout{0};
+    // Relayed requests with a timeout: when it falls due (progress moves it, up to the cap),
+    // and the order it was set in, for requests that fall due together.
+    Scheduler::Clock::time_point deadline{};
+    std::uint64_t deadline_seq = 0;
     Scheduler::Clock::time_point deadline_cap{};
     std::optional<jsonrpc::Id> progress_token;
     ResponseFn done;         // bridge-originated requests only
@@ -116,7 +121,12 @@ class Splice : public std::enable_shared_from_this<Splice> {
   void on_request(Side from, jsonrpc::Message m);
   void on_response(Side from, jsonrpc::Message m);
   void on_notification(Side from, jsonrpc::Message m);
-  void arm(Side requester, const jsonrpc::Id& id, PendingRequest& p);
+  // Relayed requests' timeouts share one timer, armed for the earliest deadline: a request
+  // costs no timer of its own, and its response cancels nothing.
+  void arm(PendingRequest& p, Scheduler::Clock::time_point deadline);
+  void arm_deadline_timer(Scheduler::Clock::time_point at);
+  void on_deadline();
+  void cancel_deadline_timer();
   void on_timeout(Side requester, const jsonrpc::Id& id);
   void on_bridge_timeout(const jsonrpc::Id& id);
   void on_side_closed(Side side, const CloseReason& why);
@@ -126,7 +136,7 @@ class Splice : public std::enable_shared_from_this<Splice> {
   const char* side_name(Side s) const { return s == Side::client ? "client" : "server"; }
   // Counts a request of `requester` that ended with `outcome` (result, error, timeout,
   // cancelled, closed, refused); the latency of answered client requests goes in the histogram.
-  void count(Side requester, const std::string& method, const char* outcome,
+  void count(Side requester, const std::string& method, RequestMeters::Outcome outcome,
              const PendingRequest* p = nullptr);
   void count_session_end();
 
@@ -139,6 +149,10 @@ class Splice : public std::enable_shared_from_this<Splice> {
   PendingMap from_server_;  // requests the server sent to the client
   PendingMap from_bridge_;  // requests the bridge sent to either side
   std::uint64_t next_bridge_id_ = 1;
+  RequestMeters* meters_ = nullptr;  // null: not counted
+  Scheduler::TimerId deadline_timer_ = 0;
+  Scheduler::Clock::time_point deadline_timer_at_{};
+  std::uint64_t next_deadline_seq_ = 1;
   bool started_ = false;
   bool closed_ = false;
   bool counted_ = false;  // in mcpmqtt_sessions

@@ -63,6 +63,10 @@ TEST_CASE("splice: messages pass both ways unchanged, each request matched to it
         std::vector<std::string>{R"({"jsonrpc":"2.0","id":1,"result":{"content":[]}})"});
   CHECK(f.splice->pending(Splice::Side::client) == 0);
   CHECK(f.splice->pending(Splice::Side::server) == 0);
+  // The timeouts' shared timer may still be armed; when it fires nothing is due.
+  f.clock.advance(std::chrono::minutes(10));
+  CHECK(f.client->sent.empty());
+  CHECK(f.server->sent.empty());
   CHECK(f.clock.armed() == 0);
   // Notifications pass through too.
   f.server->inject(
@@ -133,6 +137,48 @@ TEST_CASE(
   CHECK(f.splice->pending(Splice::Side::client) == 0);
 }
 
+TEST_CASE(
+    "splice 004 §Timeouts: requests of different timeouts time out each at its own time, in "
+    "the order they fall due, with one timer armed for them all",
+    "[splice]") {
+  Fixture f;
+  f.client->inject(R"({"jsonrpc":"2.0","id":"call","method":"tools/call","params":{}})");  // 60 s
+  f.clock.advance(1s);
+  f.client->inject(R"({"jsonrpc":"2.0","id":"list","method":"tools/list"})");    // 30 s: at 31 s
+  f.client->inject(R"({"jsonrpc":"2.0","id":"ping","method":"ping"})");          // 10 s: at 11 s
+  f.server->inject(R"({"jsonrpc":"2.0","id":"sample","method":"roots/list"})");  // at 31 s
+  f.server->take();
+  f.client->take();
+  CHECK(f.clock.armed() == 1);
+  f.clock.advance(9999ms);  // 10.999 s
+  CHECK(f.client->sent.empty());
+  f.clock.advance(1ms);
+  auto ping = f.client->take();
+  REQUIRE(ping.size() == 1);
+  CHECK(ping[0].find(R"("id":"ping","error":{"code":-32001)") != std::string::npos);
+  // The list request is answered: it never times out; the server's request still does, at 31 s.
+  f.server->inject(R"({"jsonrpc":"2.0","id":"list","result":{"tools":[]}})");
+  CHECK(f.client->take().size() == 1);
+  f.server->take();
+  f.clock.advance(19999ms);  // 30.999 s
+  CHECK(f.server->sent.empty());
+  f.clock.advance(1ms);
+  auto to_server = f.server->take();
+  REQUIRE(to_server.size() == 1);  // the error for roots/list
+  CHECK(to_server[0].find(R"("id":"sample","error":{"code":-32001)") != std::string::npos);
+  CHECK(f.client->sent.size() == 1);  // notifications/cancelled for roots/list
+  f.client->take();
+  f.clock.advance(28999ms);  // 59.999 s
+  CHECK(f.client->sent.empty());
+  f.clock.advance(1ms);
+  auto call = f.client->take();
+  REQUIRE(call.size() == 1);
+  CHECK(call[0].find(R"("id":"call","error":{"code":-32001)") != std::string::npos);
+  CHECK(f.clock.armed() == 0);
+  CHECK(f.splice->pending(Splice::Side::client) == 0);
+  CHECK(f.splice->pending(Splice::Side::server) == 0);
+}
+
 TEST_CASE("splice: progress restarts the clock, up to ten times the timeout", "[splice]") {
   Fixture f;
   f.client->inject(kCall);
@@ -174,9 +220,13 @@ TEST_CASE("splice: notifications/cancelled is passed on and the late response dr
       f.server->take() ==
       std::vector<std::string>{
           R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"user"}})"});
-  CHECK(f.clock.armed() == 0);
   f.server->inject(R"({"jsonrpc":"2.0","id":1,"result":{}})");
   CHECK(f.client->sent.empty());
+  // The cancelled request never times out.
+  f.clock.advance(std::chrono::minutes(10));
+  CHECK(f.client->sent.empty());
+  CHECK(f.server->sent.empty());
+  CHECK(f.clock.armed() == 0);
   // A cancellation for nothing in flight goes nowhere.
   f.client->inject(
       R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":77}})");
