@@ -7,11 +7,11 @@
 #include <string>
 
 #include <catch2/catch.hpp>
-#include <spdlog/sinks/ringbuffer_sink.h>
 #include <unistd.h>
 
 #include "common/log.hpp"
 #include "daemon/systemd_notify.hpp"
+#include "tests/support/log_capture.hpp"
 #include "tests/support/notify_socket.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -41,25 +41,6 @@ std::uint64_t monotonic_usec() {
   return static_cast<std::uint64_t>(ts.tv_sec) * 1000000u +
          static_cast<std::uint64_t>(ts.tv_nsec) / 1000u;
 }
-
-// Collects what the "daemon" logger writes while it exists.
-class DaemonLog {
- public:
-  DaemonLog()
-      : logger_(mcpmqtt::log::get("daemon")),
-        sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64)) {
-    logger_->sinks().push_back(sink_);
-  }
-  ~DaemonLog() {
-    auto& s = logger_->sinks();
-    s.erase(std::remove(s.begin(), s.end(), sink_), s.end());
-  }
-  std::vector<std::string> lines() { return sink_->last_formatted(); }
-
- private:
-  std::shared_ptr<spdlog::logger> logger_;
-  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
-};
 
 // The life of a Type=notify service, as the daemon will tell it, checked datagram by datagram.
 void check_lifecycle(NotifySocket& manager) {
@@ -151,7 +132,7 @@ TEST_CASE("systemd notify: a manager that is not there costs one log line and no
   TempDir dir;
   const std::string path = dir.path() + "/notify";
   ScopedEnv env("NOTIFY_SOCKET", path);
-  DaemonLog log;
+  LogCapture log("daemon");
   SystemdNotifier n;
   REQUIRE(n.enabled());
   CHECK_FALSE(n.ready());

@@ -8,13 +8,15 @@
 #include <string>
 
 #include <catch2/catch.hpp>
-#include <spdlog/sinks/ringbuffer_sink.h>
 #include <unistd.h>
 
 #include "common/log.hpp"
+#include "tests/support/log_capture.hpp"
 
 using namespace mcpmqtt::daemon;
 using namespace std::chrono_literals;
+
+using mcpmqtt::test::LogCapture;
 
 namespace {
 
@@ -27,25 +29,6 @@ const char* fake_getenv(const char* name) {
   auto it = fake_env().find(name);
   return it == fake_env().end() ? nullptr : it->second.c_str();
 }
-
-// Collects what the "daemon" logger writes while it exists.
-class DaemonLog {
- public:
-  DaemonLog()
-      : logger_(mcpmqtt::log::get("daemon")),
-        sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64)) {
-    logger_->sinks().push_back(sink_);
-  }
-  ~DaemonLog() {
-    auto& s = logger_->sinks();
-    s.erase(std::remove(s.begin(), s.end(), sink_), s.end());
-  }
-  std::vector<std::string> lines() { return sink_->last_formatted(); }
-
- private:
-  std::shared_ptr<spdlog::logger> logger_;
-  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
-};
 
 }  // namespace
 
@@ -137,7 +120,7 @@ TEST_CASE("sd_notify: no watchdog unless it is meant for this process", "[system
 
 TEST_CASE("sd_notify: without NOTIFY_SOCKET the notifier does nothing", "[systemd]") {
   fake_env() = {{"WATCHDOG_USEC", "30000000"}};
-  DaemonLog log;
+  LogCapture log("daemon");
   SystemdNotifier n(fake_getenv);
   CHECK_FALSE(n.enabled());
   CHECK_FALSE(n.ready("up"));
@@ -168,7 +151,7 @@ TEST_CASE("sd_notify: the watchdog interval comes from the environment", "[syste
 TEST_CASE("sd_notify: a bad NOTIFY_SOCKET is reported once and notifications are off",
           "[systemd]") {
   fake_env() = {{"NOTIFY_SOCKET", "relative/notify"}};
-  DaemonLog log;
+  LogCapture log("daemon");
   SystemdNotifier n(fake_getenv);
   CHECK_FALSE(n.enabled());
   CHECK_FALSE(n.ready());
