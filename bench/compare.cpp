@@ -1,4 +1,4 @@
-// The bridge against the floor and against what users would pick instead (issue 9), for each
+// The bridge against the floor and against what users would pick instead, for each
 // MQTT client engine (mqtt.client: native, paho) and each broker set-up (Mosquitto as shipped,
 // Nagle on; and tuned, set_tcp_nodelay true). One run measures four scenarios and prints one
 // table with a column per (engine, broker):

@@ -1,12 +1,12 @@
-// Fan-out benchmark (issues 7 and 22): one resource update published on an MQTT server's
+// Fan-out benchmark: one resource update published on an MQTT server's
 // capability topic, delivered through the bridge to many downstream receivers over HTTP.
 //
-// --mode listen (issue 7): a real Mosquitto on a free loopback port; the real mcp-mqtt-bridge
+// --mode listen: a real Mosquitto on a free loopback port; the real mcp-mqtt-bridge
 // with HTTP ingress and the C++ test server behind its stdio egress; S HTTP sessions (each with
 // its own MQTT session in the bridge), each holding N/S subscriptions/listen streams for the
 // same resource URI.
 //
-// --mode sessions (issue 22, SEP-1803 in-band events): N HTTP sessions, each its own MQTT
+// --mode sessions (SEP-1803 in-band events): N HTTP sessions, each its own MQTT
 // session to an MQTT-native server (bench_mqtt_echo_server: one process for every session, as a
 // device would be), each with resources/subscribe of an event:// URI and its GET stream open.
 // Every update is an event of a sub-resource of that URI (event://bench/tick/K) with a payload;

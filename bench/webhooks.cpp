@@ -1,4 +1,4 @@
-// Webhook benchmark (issue 22): events from one MQTT-hosted server fanned out by the bridge to
+// Webhook benchmark: events from one MQTT-hosted server fanned out by the bridge to
 // R webhook registrations, each event written to the SQLite outbox on disk before it is POSTed.
 //
 // Setup: a real Mosquitto on a free loopback port; the real mcp-mqtt-bridge with HTTP ingress,

@@ -1,7 +1,7 @@
 // One MQTT v5 connection of the bridge: the front the rest of the bridge calls, with the policy;
 // the packets are an Engine's (mqtt/engine.hpp): the native one, or Paho's (mqtt.client).
 //
-// What it guarantees (004 §MQTT Requirements and Conventions, notes.md checklist):
+// What it guarantees (004 §MQTT Requirements and Conventions):
 // - MQTT 5.0 only; clean start; Session Expiry Interval 0.
 // - CONNECT carries user properties MCP-COMPONENT-TYPE and MCP-META; every PUBLISH (and the will)
 //   carries MCP-COMPONENT-TYPE and MCP-MQTT-CLIENT-ID.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The soak (issue 20): mixed MCP traffic through real bridges and Mosquitto on loopback while
+# The soak: mixed MCP traffic through real bridges and Mosquitto on loopback while
 # the broker, egress children, the HTTP ingress and stdio ingress processes are killed on a
 # schedule; every request is accounted for (result, error, never unanswered) and the egress's
 # RSS and descriptors are checked for drift. Prints a table; exits non-zero on any unanswered

@@ -1,4 +1,4 @@
-// The daemon against a Mosquitto listener that requires TLS and a password (issue 3: TLS and
+// The daemon against a Mosquitto listener that requires TLS and a password (TLS and
 // credentials from the configuration; the password from a file, never argv). The CA and the
 // broker's certificate are made with the openssl CLI, in a temp dir (tests/support/pki.hpp).
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-// The daemon as a service (issue 8): SIGHUP reloads, /readyz follows the broker, /metrics is
+// The daemon as a service: SIGHUP reloads, /readyz follows the broker, /metrics is
 // Prometheus text whose counters move with traffic, and READY / RELOADING / STOPPING / WATCHDOG
 // reach a real $NOTIFY_SOCKET. Everything runs against the real mcp-mqtt-bridge executable and a
 // real Mosquitto; /metrics is read by the Prometheus project's own parser (python3-prometheus-

@@ -1,4 +1,4 @@
-// The fault suite (issue 20): each test breaks one thing for real — the broker, the network path
+// The fault suite: each test breaks one thing for real — the broker, the network path
 // to it, a child, an HTTP client, the other bridge, the daemon's own signals — while requests are
 // in flight, and checks what users must be able to trust:
 //   - every request in flight when the fault hits gets a result or a precise JSON-RPC error

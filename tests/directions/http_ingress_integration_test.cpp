@@ -245,7 +245,7 @@ TEST_CASE(
   const std::string host = "127.0.0.1:" + std::to_string(bridge.port);
   RawClient c(bridge.endpoint());
 
-  // notes.md status table, through the real daemon.
+  // docs/bad-input.md's status table, through the real daemon.
   auto r = c.request(bhttp::verb::post, "/mcp", post_headers(host), "{not json");
   CHECK(r.status == 400);
   CHECK(r.error_code() == -32700);

@@ -1,4 +1,4 @@
-// 2026-only servers published on MQTT (issue 19, egress half), end to end: the real
+// 2026-only servers published on MQTT end to end: the real
 // mcp-mqtt-bridge puts tests/node/sdk2-server.mjs --legacy reject (the v2 TypeScript SDK, a
 // server that refuses every 2025 client) behind the stdio egress and the HTTP egress on a real
 // Mosquitto. A 2025 MCP client reaches it over MQTT (the independent C++ client) and through the

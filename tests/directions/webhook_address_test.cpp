@@ -1,5 +1,5 @@
 // Which addresses a webhook may go to (directions/webhook_service.hpp): SEP-1803 targets are
-// checked so that the bridge cannot be made to POST into its own network (issue 22, no SSRF).
+// checked so that the bridge cannot be made to POST into its own network (no SSRF).
 #include <catch2/catch.hpp>
 
 #include "directions/webhook_service.hpp"

@@ -1,4 +1,4 @@
-// The soak (issue 20): mixed MCP traffic through real mcp-mqtt-bridge processes and a real
+// The soak: mixed MCP traffic through real mcp-mqtt-bridge processes and a real
 // Mosquitto on loopback, with faults injected on a schedule, accounting for every request.
 // Run it through scripts/soak.sh, which passes the paths below.
 //

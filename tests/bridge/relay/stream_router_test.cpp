@@ -640,7 +640,7 @@ TEST_CASE(
   CHECK(resumed->events.empty());
 }
 
-// ---- bytes (issue 20: every queue toward a slow peer bounded in bytes as well) -----------------
+// ---- bytes: every queue toward a slow peer bounded in bytes as well ---------------------------
 
 namespace {
 
