@@ -38,10 +38,6 @@ namespace {
 // What is kept of an HTTP error body: enough for an excerpt.
 constexpr std::size_t kErrorBodyLimit = 4096;
 
-std::string ms_text(std::chrono::milliseconds ms) {
-  return std::to_string(ms.count()) + " ms";
-}
-
 // Messages that do not wait behind requests: answers to the server's requests, and the
 // notifications that concern requests already sent.
 bool is_urgent(const Message& m) {
@@ -578,7 +574,7 @@ void ClientChannelImpl::on_failure(const ExchangePtr& ex, const ClientConnection
     // An idle GET stream is reopened; a silent server is probed that way.
     if (f.timed_out) {
       log_->debug("{} GET stream silent for {}; reopening", label_,
-                  ms_text(spec_.stream_idle_timeout));
+                  log::duration_text(spec_.stream_idle_timeout));
     } else {
       log_->debug("{} GET stream ended: {}", label_, f.cause);
     }
@@ -587,7 +583,7 @@ void ClientChannelImpl::on_failure(const ExchangePtr& ex, const ClientConnection
   if (f.stage == Stage::read_body && ex->body == Exchange::Body::sse) {
     if (f.timed_out) {
       log_->warn("{} event stream for {} silent for {}", label_, quoted_method(ex),
-                 ms_text(spec_.stream_idle_timeout));
+                 log::duration_text(spec_.stream_idle_timeout));
     }
     return on_stream_end(ex);
   }
@@ -596,7 +592,7 @@ void ClientChannelImpl::on_failure(const ExchangePtr& ex, const ClientConnection
   auto kind = CloseReason::Kind::peer_gone;
   if (f.timed_out) {
     message = upstream() + " did not answer " + quoted_method(ex) + " within " +
-              ms_text(spec_.response_timeout);
+              log::duration_text(spec_.response_timeout);
     kind = CloseReason::Kind::timeout;
   } else {
     message = upstream() + " connection lost before the response to " + quoted_method(ex) + ": " +
@@ -1011,7 +1007,7 @@ void ClientChannelImpl::on_stream_end(const ExchangePtr& ex) {
   const auto delay = ex->sse && ex->sse->retry() ? *ex->sse->retry() : spec_.reconnect_min;
   finish(ex);
   log_->debug("{} event stream of {} cut; resuming after event {} in {}", label_, quoted_method(r),
-              last, ms_text(delay));
+              last, log::duration_text(delay));
   exchanges_.insert(r);
   r->delay = std::make_shared<net::steady_timer>(executor_, delay);
   r->delay->async_wait([self = shared_from_this(), r](const boost::system::error_code& ec) {
@@ -1101,7 +1097,7 @@ void ClientChannelImpl::on_listen_end(const ExchangePtr& ex, bool failed) {
   std::chrono::milliseconds delay = base;
   for (unsigned i = 1; i < listen_failures_; ++i)
     delay = std::min(delay * 2, std::max(spec_.reconnect_max, base));
-  log_->debug("{} reopening the GET stream in {}{}", label_, ms_text(delay),
+  log_->debug("{} reopening the GET stream in {}{}", label_, log::duration_text(delay),
               listen_last_id_.empty() ? "" : " after event " + listen_last_id_);
   listen_timer_ = std::make_shared<net::steady_timer>(executor_, delay);
   listen_timer_->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
