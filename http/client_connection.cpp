@@ -12,6 +12,8 @@
 #include <openssl/ssl.h>
 #include <openssl/x509_vfy.h>
 
+#include "common/log.hpp"
+
 namespace mcpmqtt::http {
 namespace net = boost::asio;
 namespace beast = boost::beast;
@@ -23,10 +25,6 @@ namespace {
 constexpr std::uint32_t kHeaderLimit = 16 * 1024;
 // Unparsed bytes kept between reads: a header (bounded above) or one chunk of body.
 constexpr std::size_t kReadBufferLimit = 64 * 1024;
-
-std::string ms_text(std::chrono::milliseconds ms) {
-  return std::to_string(ms.count()) + " ms";
-}
 
 }  // namespace
 
@@ -123,7 +121,8 @@ void ClientConnection::on_resolve(const error_code& ec,
   resolve_timer_.cancel();
   if (resolve_timed_out_) {
     Failure f = failure(Stage::resolve, beast::error::timeout);
-    f.cause = "cannot resolve host \"" + url_.host + "\" within " + ms_text(connect_timeout_);
+    f.cause =
+        "cannot resolve host \"" + url_.host + "\" within " + log::duration_text(connect_timeout_);
     return finish_connect(f);
   }
   if (ec) {
@@ -150,7 +149,7 @@ void ClientConnection::on_resolve(const error_code& ec,
 void ClientConnection::on_connect(const error_code& ec) {
   if (ec) {
     Failure f = failure(Stage::connect, ec);
-    if (f.timed_out) f.cause = "no connection within " + ms_text(connect_timeout_);
+    if (f.timed_out) f.cause = "no connection within " + log::duration_text(connect_timeout_);
     return finish_connect(f);
   }
   // Requests and their answers are small messages each waited for: no Nagle delay.
@@ -168,7 +167,7 @@ void ClientConnection::on_handshake(const error_code& ec) {
   Failure f = failure(Stage::tls, ec);
   const long verify = SSL_get_verify_result(tls_stream_->native_handle());
   if (f.timed_out) {
-    f.cause = "TLS handshake not complete within " + ms_text(connect_timeout_);
+    f.cause = "TLS handshake not complete within " + log::duration_text(connect_timeout_);
   } else if (tls_verify_ && verify != X509_V_OK) {
     f.tls_verify = true;
     f.cause = X509_verify_cert_error_string(verify);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <span>
@@ -14,12 +13,8 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
-#include <sys/socket.h>
-#include <sys/uio.h>
 
 #include "common/metrics.hpp"
-#include "http/server_modern.hpp"
-#include "http/server_session.hpp"
 #include "http/server_sse.hpp"
 
 namespace mcpmqtt::http {
@@ -45,45 +40,6 @@ constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 metrics::Counter& http_bytes_out() {
   static auto& counter = metrics::bytes_counter("http", "out");
   return counter;
-}
-
-// Under q.mu, with the socket lent and q.bytes holding exactly one event: sends it as one
-// chunk. True when all of it went. Otherwise the socket goes back to the writer (lent_fd = -1)
-// with what did not go: the framed tail in q.unsent when part went, else the event in q.bytes
-// (the writer's own send then waits for room, or reports the error and closes).
-bool send_on_lent_socket(PushQueue& q, bool last) {
-  char head[24];
-  const std::size_t head_len = chunk_head(head, q.bytes.size());
-  static constexpr char kCrlfEnd[] = "\r\n0\r\n\r\n";  // the chunk's CRLF, then the last chunk
-  const std::size_t tail_len = last ? 7 : 2;
-  std::array<iovec, 3> iov{iovec{head, head_len}, iovec{q.bytes.data(), q.bytes.size()},
-                           iovec{const_cast<char*>(kCrlfEnd), tail_len}};
-  msghdr msg{};
-  msg.msg_iov = iov.data();
-  msg.msg_iovlen = iov.size();
-  const std::size_t total = head_len + q.bytes.size() + tail_len;
-  ssize_t sent;
-  do {
-    sent = ::sendmsg(q.lent_fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-  } while (sent < 0 && errno == EINTR);
-  if (sent > 0) {
-    http_bytes_out().inc(q.bytes.size());
-    q.lent_write_at = std::chrono::steady_clock::now();
-  }
-  if (sent == static_cast<ssize_t>(total)) {
-    q.bytes.clear();
-    q.terminated = last;
-    return true;
-  }
-  q.lent_fd = -1;
-  if (sent > 0) {
-    // q.unsent is empty: the writer takes it before it lends the socket again.
-    keep_chunk_tail(q.bytes, head, head_len, static_cast<std::size_t>(sent));
-    if (last) q.bytes.append("0\r\n\r\n", 5);
-    q.unsent.swap(q.bytes);
-    q.terminated = last;
-  }
-  return false;
 }
 
 // An Exchange of this connection: every call is posted onto the connection's strand, except
@@ -126,34 +82,15 @@ class ConnectionExchange : public Exchange {
  private:
   template <typename Write>
   void enqueue(Write&& write, std::size_t size, bool last = false) {
-    bool kick = false;
-    std::size_t overflow = 0, overflow_bytes = 0;
-    {
-      std::lock_guard lock(pushes_->mu);
-      if (pushes_->closed || pushes_->ending) return;
-      // Either bound; one event alone may exceed the bytes (it is within max_body_bytes).
-      if (pushes_->items >= pushes_->limit ||
-          (pushes_->items > 0 && pushes_->bytes.size() + size > pushes_->byte_limit)) {
-        pushes_->closed = true;
-        overflow = pushes_->items;
-        overflow_bytes = pushes_->bytes.size();
-      } else {
-        write(pushes_->bytes);
-        pushes_->ending = last;
-        // A lent send of the last event ends the body too; end() then finishes the exchange.
-        if (pushes_->lent_fd < 0 || !send_on_lent_socket(*pushes_, last)) {
-          ++pushes_->items;
-          kick = !pushes_->kick_pending;
-          pushes_->kick_pending = true;
-        }
-      }
-    }
-    if (overflow) {
-      net::post(ex_, [c = c_, s = serial_, overflow, overflow_bytes] {
-        c->ex_overflow(s, overflow, overflow_bytes);
+    const auto r = pushes_->push(std::forward<Write>(write), size, last);
+    if (r.what == PushQueue::Pushed::overflow) {
+      if (r.items == 0) return;
+      net::post(ex_, [c = c_, s = serial_, items = r.items, bytes = r.bytes] {
+        c->ex_overflow(s, items, bytes);
       });
-    } else if (kick)
+    } else if (r.what == PushQueue::Pushed::queued_first) {
       net::post(ex_, [c = c_, s = serial_] { c->ex_write_pushes(s); });
+    }
   }
 
  private:
@@ -163,29 +100,12 @@ class ConnectionExchange : public Exchange {
   std::shared_ptr<PushQueue> pushes_;
 };
 
-// Beast 1.74 uses boost::string_view.
-std::string_view sv(boost::beast::string_view s) {
-  return {s.data(), s.size()};
-}
-
 bool iequals(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
            return std::tolower(static_cast<unsigned char>(x)) ==
                   std::tolower(static_cast<unsigned char>(y));
          });
 }
-
-std::string_view trimmed(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-    s.remove_suffix(1);
-  return s;
-}
-
-const char* kRoutesHint =
-    "the MCP endpoints are /mcp (the default server) and /servers/{server-name}/mcp; also "
-    "GET /servers, /healthz, /readyz and /metrics";
 
 }  // namespace
 
@@ -246,7 +166,7 @@ void ServerConnection::on_header(beast::error_code ec) {
   route_ = parse_route(sv(req.target()));
   const auto expect = req.find(bhttp::field::expect);
   const bool expects_continue = expect != req.end() && iequals(sv(expect->value()), "100-continue");
-  if (auto rejection = precheck(req)) {
+  if (auto rejection = precheck(req, route_, local_, !cors_origin_.empty(), *state_, label_)) {
     if (parser_->is_done()) return write_response(std::move(*rejection), false);
     // A small body is read and dropped so the connection can go on; a large one, or one the
     // client waits to be invited to send, is not worth it: close after the answer.
@@ -324,129 +244,6 @@ void ServerConnection::on_read_error(beast::error_code ec) {
                  true);
 }
 
-std::optional<Response> ServerConnection::precheck(const Request& req) {
-  using K = Route::Kind;
-  const auto method = req.method();
-  const bool get_like = method == bhttp::verb::get || method == bhttp::verb::head;
-
-  if (route_.kind == K::healthz) {
-    // Liveness only: no secret in it, so probes need neither a token nor a Host name.
-    if (!get_like) {
-      auto res = error_response(405, jsonrpc::code::connection_closed, "Method not allowed");
-      res.set(bhttp::field::allow, "GET, HEAD");
-      return res;
-    }
-    Response res{bhttp::status::ok, 11};
-    res.set(bhttp::field::content_type, "text/plain; charset=utf-8");
-    res.body() = "ok";
-    return res;
-  }
-  if (route_.kind == K::not_found) {
-    return error_response(404, jsonrpc::code::connection_closed,
-                          "Not Found: no endpoint at " +
-                              std::string(req.target().substr(0, req.target().find('?'))) + "; " +
-                              kRoutesHint);
-  }
-
-  // 002 §Security Warning: DNS rebinding protection.
-  const auto host = sv(req[bhttp::field::host]);
-  if (!host_allowed(host, local_, state_->http.allowed_hosts)) {
-    state_->log->info("{} refused Host \"{}\"", label_, std::string(host));
-    return error_response(403, jsonrpc::code::connection_closed,
-                          "Forbidden: Host header \"" + std::string(host) +
-                              "\" is not accepted (DNS rebinding protection); list it in "
-                              "http.allowed_hosts");
-  }
-  if (auto o = req.find(bhttp::field::origin);
-      o != req.end() && !origin_allowed(sv(o->value()), local_, state_->http.allowed_origins)) {
-    state_->log->info("{} refused Origin \"{}\"", label_, std::string(o->value()));
-    return error_response(403, jsonrpc::code::connection_closed,
-                          "Forbidden: Origin \"" + std::string(o->value()) +
-                              "\" is not accepted; list it in http.allowed_origins");
-  }
-
-  if (method == bhttp::verb::options) {
-    // CORS preflight: browsers send it without credentials.
-    Response res{bhttp::status::no_content, 11};
-    const bool mcp = route_.kind == K::mcp || route_.kind == K::bad_server_name;
-    res.set(bhttp::field::allow, mcp ? "GET, POST, DELETE, OPTIONS" : "GET, HEAD, OPTIONS");
-    if (!cors_origin_.empty()) {
-      res.set(bhttp::field::access_control_allow_methods,
-              mcp ? "GET, POST, DELETE, OPTIONS" : "GET, HEAD, OPTIONS");
-      res.set(bhttp::field::access_control_allow_headers,
-              "Content-Type, Mcp-Session-Id, MCP-Protocol-Version, Mcp-Method, Mcp-Name, "
-              "Last-Event-ID, Authorization");
-      res.set(bhttp::field::access_control_max_age, "600");
-    }
-    return res;
-  }
-
-  if (state_->tokens.enabled()) {
-    const auto result = state_->tokens.check(sv(req[bhttp::field::authorization]));
-    if (result != BearerTokens::Result::ok) {
-      auto res = error_response(
-          401, jsonrpc::code::connection_closed,
-          result == BearerTokens::Result::missing
-              ? "Unauthorized: send \"Authorization: Bearer <token>\" with a token from "
-                "http.bearer_tokens_file"
-              : "Unauthorized: the bearer token is not one of http.bearer_tokens_file");
-      res.set(bhttp::field::www_authenticate,
-              result == BearerTokens::Result::missing
-                  ? "Bearer realm=\"mcp-mqtt-bridge\""
-                  : "Bearer realm=\"mcp-mqtt-bridge\", error=\"invalid_token\"");
-      return res;
-    }
-  }
-
-  if (route_.kind == K::bad_server_name)
-    return error_response(400, jsonrpc::code::connection_closed,
-                          "Bad Request: " + route_.problem +
-                              " (write it as /servers/{server-name}/mcp, slashes as path "
-                              "segments or as %2F)");
-
-  if (route_.kind != K::mcp) {
-    if (!get_like) {
-      auto res = error_response(405, jsonrpc::code::connection_closed, "Method not allowed");
-      res.set(bhttp::field::allow, "GET, HEAD");
-      return res;
-    }
-    return std::nullopt;
-  }
-
-  // The MCP endpoint.
-  if (method != bhttp::verb::post && method != bhttp::verb::get && method != bhttp::verb::delete_) {
-    auto res = error_response(405, jsonrpc::code::connection_closed, "Method not allowed");
-    res.set(bhttp::field::allow, "GET, POST, DELETE");
-    return res;
-  }
-  if (route_.server_name.empty() && state_->default_server.empty()) {
-    return error_response(
-        404, jsonrpc::code::connection_closed,
-        "Not Found: no default server is configured (ingress.default_server), so /mcp has "
-        "nothing behind it; use /servers/{server-name}/mcp, for example "
-        "/servers/demo%2Feverything/mcp or /servers/demo/everything/mcp");
-  }
-  if (req.version() != 11) {
-    return error_response(505, jsonrpc::code::connection_closed,
-                          "HTTP Version Not Supported: the MCP endpoint needs HTTP/1.1");
-  }
-  if (method == bhttp::verb::post) {
-    const auto accept = sv(req[bhttp::field::accept]);
-    if (!accept_lists(accept, "application/json") || !accept_lists(accept, "text/event-stream"))
-      return error_response(406, jsonrpc::code::connection_closed,
-                            "Not Acceptable: Client must accept both application/json and "
-                            "text/event-stream");
-    if (!is_json_content_type(sv(req[bhttp::field::content_type])))
-      return error_response(415, jsonrpc::code::connection_closed,
-                            "Unsupported Media Type: Content-Type must be application/json");
-  } else if (method == bhttp::verb::get) {
-    if (!accept_lists(sv(req[bhttp::field::accept]), "text/event-stream"))
-      return error_response(406, jsonrpc::code::connection_closed,
-                            "Not Acceptable: Client must accept text/event-stream");
-  }
-  return std::nullopt;
-}
-
 void ServerConnection::on_request() {
   stream_.expires_never();
   auto& req = parser_->get();
@@ -474,206 +271,11 @@ void ServerConnection::on_request() {
       return write_response(std::move(res), false);
     }
     case Route::Kind::mcp:
-      return handle_mcp(req);
+      return dispatch_mcp(req, route_, state_, label_, *this);
     default:
       return write_response(error_response(404, jsonrpc::code::connection_closed, kRoutesHint),
                             false);
   }
-}
-
-void ServerConnection::handle_mcp(Request& req) {
-  const std::string server =
-      route_.server_name.empty() ? state_->default_server : route_.server_name;
-  const std::string session_id(req["Mcp-Session-Id"]);
-  const std::string version(req["MCP-Protocol-Version"]);
-
-  std::shared_ptr<ServerSession> session;
-  // JSON-RPC 2.0 §5: an error about a POSTed request carries its id (once the body is read).
-  jsonrpc::Id answer_id;
-  auto check_session = [&]() -> bool {
-    if (session_id.empty()) {
-      write_response(error_response(400, jsonrpc::code::connection_closed,
-                                    "Bad Request: Mcp-Session-Id header is required (send "
-                                    "initialize first to get one)",
-                                    answer_id),
-                     false);
-      return false;
-    }
-    session = state_->sessions.find(session_id);
-    if (!session || session->server_name() != server) {
-      write_response(error_response(404, jsonrpc::code::request_timeout,
-                                    "Session not found: send initialize without "
-                                    "Mcp-Session-Id to start a new session",
-                                    answer_id),
-                     false);
-      return false;
-    }
-    if (!version.empty() && !is_supported_protocol_version(version)) {
-      write_response(
-          error_response(400, jsonrpc::code::connection_closed,
-                         "Bad Request: Unsupported protocol version: " + version +
-                             " (supported versions: " + supported_protocol_versions_text() + ")",
-                         answer_id),
-          false);
-      return false;
-    }
-    return true;
-  };
-
-  const bool modern_on = state_->backend.serves_modern();
-  std::optional<std::string> version_header;
-  if (auto v = req.find("MCP-Protocol-Version"); v != req.end())
-    version_header = std::string(v->value());
-  // streamable-http §Backward Compatibility: a 2026-07-28 endpoint answers GET and DELETE with
-  // 405 — here only those that carry a modern MCP-Protocol-Version and no session, since the
-  // same endpoint serves 2025 sessions their GET stream and DELETE.
-  if (modern_on && req.method() != bhttp::verb::post && session_id.empty() && version_header &&
-      modern::is_modern_version_string(trimmed(*version_header))) {
-    auto res = error_response(405, jsonrpc::code::connection_closed, "Method not allowed.");
-    res.set(bhttp::field::allow, "POST");
-    return write_response(std::move(res), false);
-  }
-
-  if (req.method() == bhttp::verb::get) {
-    if (!check_session()) return;
-    session->handle_get(new_exchange(), std::string(req["Last-Event-ID"]), version);
-    return;
-  }
-  if (req.method() == bhttp::verb::delete_) {
-    if (!check_session()) return;
-    session->handle_delete(new_exchange());
-    return;
-  }
-
-  auto body = jsonrpc::parse_body(std::move(req.body()), state_->limits);
-  if (!body) {
-    const auto& f = body.error();
-    return write_response(
-        error_response(
-            400, f.error.code,
-            (f.error.code == jsonrpc::code::parse_error ? "Parse error: " : "Invalid Request: ") +
-                f.error.message,
-            f.id),
-        false);
-  }
-  answer_id = reply_id(*body);
-  if (modern_on) {
-    // digest §1: the body's claim decides the era, whatever Mcp-Session-Id says.
-    auto era = modern::classify_post(*body, version_header);
-    if (era.era == modern::PostEra::refused) {
-      const auto id =
-          !body->batch && body->messages.size() == 1 ? body->messages.front().id() : jsonrpc::Id{};
-      return write_response(
-          modern_error_response(era.refusal->status, Message::error(id, era.refusal->error)),
-          false);
-    }
-    if (era.era == modern::PostEra::modern)
-      return handle_modern(req, server, std::move(body->messages.front()));
-  }
-  const Message* initialize = nullptr;
-  for (const auto& m : body->messages)
-    if (m.is_request() && m.method() == "initialize") initialize = &m;
-  if (initialize) {
-    if (body->batch || body->messages.size() > 1)
-      return write_response(
-          error_response(400, jsonrpc::code::invalid_request,
-                         "Invalid Request: initialize must be sent alone, not in a batch"),
-          false);
-    if (!session_id.empty() && state_->sessions.find(session_id))
-      return write_response(
-          error_response(400, jsonrpc::code::invalid_request,
-                         "Invalid Request: Server already initialized: this session is "
-                         "established; send initialize without Mcp-Session-Id for a new one",
-                         answer_id),
-          false);
-    if (state_->stopping)
-      return write_response(
-          error_response(503, jsonrpc::code::connection_closed,
-                         "Service Unavailable: the bridge is stopping", answer_id),
-          false);
-    auto id = new_session_id();
-    if (id.empty())
-      return write_response(
-          error_response(503, jsonrpc::code::connection_closed,
-                         "Service Unavailable: no random source for a session id", answer_id),
-          false);
-    auto fresh = std::make_shared<ServerSession>(state_, id, server);
-    fresh->set_principal(
-        principal_of(sv(req[bhttp::field::authorization]), state_->tokens.enabled()));
-    std::shared_ptr<ServerSession> evicted;
-    const auto floor = std::chrono::milliseconds(state_->http.limits.idle_floor_ms);
-    if (!state_->sessions.insert(id, fresh, state_->http.limits.max_sessions, floor, &evicted)) {
-      state_->log->warn(
-          "{} initialize refused: {} MCP sessions are open "
-          "(http.limits.max_sessions)",
-          label_, state_->http.limits.max_sessions);
-      return write_response(
-          error_response(503, jsonrpc::code::connection_closed,
-                         "Service Unavailable: the bridge holds its maximum of " +
-                             std::to_string(state_->http.limits.max_sessions) +
-                             " MCP sessions (http.limits.max_sessions); try again later",
-                         answer_id),
-          false);
-    }
-    if (evicted) {
-      ++state_->sessions_evicted;
-      const auto idle = evicted->idle_since();
-      const auto quiet = idle ? std::chrono::duration_cast<std::chrono::milliseconds>(
-                                    std::chrono::steady_clock::now() - *idle)
-                              : std::chrono::milliseconds(0);
-      evicted->evict("closed to make room for a new session (http.limits.max_sessions " +
-                     std::to_string(state_->http.limits.max_sessions) +
-                     "): the least recently active with nothing in flight and no open stream, "
-                     "quiet for " +
-                     log::duration_text(quiet));
-    }
-    ++state_->sessions_created;
-    state_->log->debug("{} initialize for {} → session {}", label_, server, short_id(id));
-    fresh->begin(new_exchange(), *initialize);
-    return;
-  }
-  if (!check_session()) return;
-  session->handle_post(new_exchange(), std::move(*body), version);
-}
-
-void ServerConnection::handle_modern(Request& req, const std::string& server, Message message) {
-  modern::Headers headers;
-  if (auto v = req.find("MCP-Protocol-Version"); v != req.end())
-    headers.protocol_version = std::string(v->value());
-  if (auto v = req.find("Mcp-Method"); v != req.end()) headers.method = std::string(v->value());
-  if (auto v = req.find("Mcp-Name"); v != req.end()) headers.name = std::string(v->value());
-  if (!message.is_request()) {
-    // A notification (the v2 client cancels a listen with one): accepted or refused here; on
-    // HTTP the cancellation itself is the stream's closing (streamable-http §Cancellation).
-    if (auto refused = modern::admit_notification(message, &headers))
-      return write_response(
-          modern_error_response(refused->status, Message::error({}, refused->error)), false);
-    Response res{bhttp::status::accepted, 11};
-    return write_response(std::move(res), false);
-  }
-  if (state_->stopping)
-    return write_response(
-        modern_error_response(503, Message::error(message.id(), jsonrpc::code::connection_closed,
-                                                  "Service Unavailable: the bridge is stopping")),
-        false);
-  ModernRequest request{
-      server,
-      principal_of(sv(req[bhttp::field::authorization]), state_->tokens.enabled()),
-      std::move(message),
-      std::move(headers),
-      {}};
-  constexpr std::string_view kParam = "mcp-param-";
-  for (const auto& field : req) {
-    std::string name(field.name_string());
-    if (name.size() <= kParam.size()) continue;
-    std::transform(name.begin(), name.end(), name.begin(),
-                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-    if (name.compare(0, kParam.size(), kParam) != 0) continue;
-    if (request.param_headers.size() >= 64) break;  // bounded, as the headers themselves are
-    request.param_headers.emplace_back(name.substr(kParam.size()), std::string(field.value()));
-  }
-  state_->backend.handle_modern(std::move(request),
-                                std::make_shared<ExchangeModernReply>(new_exchange()));
 }
 
 std::shared_ptr<Exchange> ServerConnection::new_exchange() {
@@ -681,9 +283,8 @@ std::shared_ptr<Exchange> ServerConnection::new_exchange() {
   phase_ = Phase::waiting;
   gone_ = nullptr;
   stop_pushes(false);
-  pushes_ = std::make_shared<PushQueue>();
-  pushes_->limit = state_->http.limits.stream_queue_messages;
-  pushes_->byte_limit = state_->http.limits.stream_queue_bytes;
+  pushes_ = std::make_shared<PushQueue>(state_->http.limits.stream_queue_messages,
+                                        state_->http.limits.stream_queue_bytes);
   start_watch();
   return std::make_shared<ConnectionExchange>(shared_from_this(), serial_, pushes_);
 }
@@ -772,14 +373,6 @@ void ServerConnection::ex_abort(std::uint64_t serial) {
 
 // ---- writing -----------------------------------------------------------------------------------
 
-Response ServerConnection::error_response(unsigned status, int code, const std::string& message,
-                                          const jsonrpc::Id& id) const {
-  Response res{static_cast<bhttp::status>(status), 11};
-  res.set(bhttp::field::content_type, "application/json");
-  res.body() = error_body(code, message, id);
-  return res;
-}
-
 void ServerConnection::finish_response(Response& res, bool streaming) {
   res.version(11);
   res.keep_alive(keep_alive_);
@@ -841,32 +434,16 @@ void ServerConnection::pump() {
     // Everything pushed since the last write, in one buffer: the two buffers trade places, so
     // their capacity is reused and a push allocates nothing once they have grown.
     out_.clear();
-    bool framed = false;      // out_ is the tail of a lent send: already chunks
-    bool terminated = false;  // ... and it ends the body, or a lent send already did
-    {
-      std::lock_guard lock(pushes_->mu);
-      pushes_->lent_fd = -1;  // the writer's turn
-      last_chunk_at_ = std::max(last_chunk_at_, pushes_->lent_write_at);
-      if (pushes_->ending) ending_ = true;
-      terminated = pushes_->terminated;
-      if (!pushes_->unsent.empty()) {
-        out_.swap(pushes_->unsent);
-        framed = true;
-      } else {
-        out_.swap(pushes_->bytes);
-        pushes_->items = 0;
-        pushes_->kick_pending = false;
-        if (out_.empty() && !ending_ && !pushes_->closed) {
-          // Nothing to send yet: the head waits for an event (or its deadline); once it is out,
-          // the pushers write on the socket themselves until the writer's next turn.
-          if (head_pending_ && !head_due_) return;
-          if (!head_pending_) {
-            pushes_->lent_fd = stream_.socket().native_handle();
-            return;
-          }
-        }
-      }
-    }
+    const auto taken =
+        pushes_->take(out_, head_pending_ ? -1 : stream_.socket().native_handle(), ending_);
+    last_chunk_at_ = std::max(last_chunk_at_, taken.lent_write_at);
+    if (taken.ending) ending_ = true;
+    const bool framed = taken.framed;    // out_ is the tail of a lent send: already chunks
+    bool terminated = taken.terminated;  // ... and it ends the body, or a lent send already did
+    // Nothing to send yet: the head waits for an event (or its deadline); once it is out, the
+    // pushers write on the socket themselves (it is lent now) until the writer's next turn.
+    if (taken.lent) return;
+    if (!framed && out_.empty() && !ending_ && !taken.closed && head_pending_ && !head_due_) return;
     if (terminated && out_.empty()) return finish_stream();  // a lent send ended the body
     if (out_.empty() && !head_pending_ && !ending_) break;
     // One write: the head (if still pending), the chunk (RFC 9112 §7.1: size in hex, CRLF,
@@ -956,11 +533,7 @@ void ServerConnection::after_chunk() {
 }
 
 void ServerConnection::finish_stream() {
-  {
-    std::lock_guard lock(pushes_->mu);
-    pushes_->closed = true;
-    pushes_->lent_fd = -1;
-  }
+  pushes_->close(false);
   writing_ = false;
   terminating_ = false;
   head_pending_ = false;
@@ -1014,16 +587,10 @@ void ServerConnection::on_stream_tick() {
         std::chrono::duration_cast<std::chrono::seconds>(now - last_chunk_at_).count());
     return close();
   }
-  {
-    std::lock_guard lock(pushes_->mu);
-    last_chunk_at_ = std::max(last_chunk_at_, pushes_->lent_write_at);
-  }
+  last_chunk_at_ = std::max(last_chunk_at_, pushes_->lent_write_at());
   auto next = last_chunk_at_ + keepalive();
   if (!writing_ && now >= next) {
-    {
-      std::lock_guard lock(pushes_->mu);
-      if (pushes_->bytes.empty() && pushes_->unsent.empty()) pushes_->bytes += sse_keepalive();
-    }
+    pushes_->add_if_idle(sse_keepalive());
     pump();
     next = now + keepalive();
   }
@@ -1080,15 +647,7 @@ void ServerConnection::on_watch(beast::error_code ec, std::size_t n) {
 // ---- closing -----------------------------------------------------------------------------------
 
 void ServerConnection::stop_pushes(bool release_buffers) {
-  if (!pushes_) return;
-  std::lock_guard lock(pushes_->mu);
-  pushes_->closed = true;
-  pushes_->lent_fd = -1;  // taken back: the writer's shutdown or close may follow
-  if (release_buffers) {
-    pushes_->items = 0;
-    std::string().swap(pushes_->bytes);
-    std::string().swap(pushes_->unsent);
-  }
+  if (pushes_) pushes_->close(release_buffers);
 }
 
 void ServerConnection::linger_close() {

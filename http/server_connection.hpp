@@ -1,7 +1,7 @@
 // One TCP connection of the HTTP server: reads requests (HTTP/1.1, keep-alive) under a deadline
-// and a size limit, applies the checks every route shares (Host, Origin, bearer token, method,
-// media types), answers the discovery and health routes itself, and hands MCP requests to
-// their ServerSession through an Exchange, whose response or SSE stream it then writes.
+// and a size limit, has them checked (precheck), answers the discovery routes itself, and hands
+// MCP requests to dispatch_mcp, which answers them or hands them to their ServerSession through
+// an Exchange, whose response or SSE stream the connection then writes.
 //
 // While a session prepares a response or streams one, a read stays open on the socket so a
 // client that goes away is noticed at once (the session detaches the stream); bytes a client
@@ -16,7 +16,6 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,37 +30,15 @@
 
 #include "common/log.hpp"
 #include "http/server_exchange.hpp"
+#include "http/server_mcp_dispatch.hpp"
+#include "http/server_push_queue.hpp"
 #include "http/server_rules.hpp"
 #include "http/server_state.hpp"
 
 namespace mcpmqtt::http {
 
-// SSE bytes a session pushed and the connection's writer has not taken yet: shared by the
-// exchange (the session's side) and the connection, so a burst of pushes costs one post and
-// the bound measures how far the socket is behind, not how the strands were scheduled.
-// Guarded by its mutex.
-//
-// While the connection's writer is idle it lends the socket to the pushers: a push then writes
-// its event itself, one non-blocking send on the pushing strand, with no post, no strand hop
-// and no kick (at high fan-out those cost about as much as the framing). The writer takes the
-// socket back, under the mutex, before any write, shutdown or close of its own; a lent send
-// that does not complete returns the socket and leaves the rest to the writer.
-struct PushQueue {
-  std::mutex mu;
-  std::string bytes;           // what the pushes since the last write added (capacity reused)
-  std::size_t items = 0;       // how many pushes that is
-  bool kick_pending = false;   // a pump is posted to the connection
-  bool closed = false;         // no more pushes (overflow, stream done, connection closed)
-  std::size_t limit = 0;       // http.limits.stream_queue_messages
-  std::size_t byte_limit = 0;  // http.limits.stream_queue_bytes
-  int lent_fd = -1;            // the socket, while lent
-  std::string unsent;          // the framed tail of a lent send that did not complete
-  bool ending = false;         // a last event was pushed: the stream ends after it
-  bool terminated = false;     // the body's last chunk is framed (sent, or in unsent)
-  std::chrono::steady_clock::time_point lent_write_at{};  // the last lent send
-};
-
-class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
+class ServerConnection : public std::enable_shared_from_this<ServerConnection>,
+                         private RequestSink {
  public:
   ServerConnection(boost::asio::ip::tcp::socket socket, std::shared_ptr<ServerState> state,
                    std::uint64_t number);
@@ -85,17 +62,15 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
 
  private:
   enum class Phase { reading, waiting, writing, streaming, closed };
-  using Request = boost::beast::http::request<boost::beast::http::string_body>;
 
   void do_read();
   void on_header(boost::beast::error_code ec);
   void on_body(boost::beast::error_code ec);
   void on_read_error(boost::beast::error_code ec);
-  std::optional<Response> precheck(const Request& req);
   void on_request();
-  void handle_mcp(Request& req);
-  // A request or notification of MCP 2026-07-28 (no session): to the backend's gateway.
-  void handle_modern(Request& req, const std::string& server, jsonrpc::Message message);
+  // RequestSink: the MCP request is answered at once, or handed over to its session.
+  void respond(Response response) override { write_response(std::move(response), false); }
+  std::shared_ptr<Exchange> hand_over() override { return new_exchange(); }
   std::shared_ptr<Exchange> new_exchange();
 
   void write_response(Response res, bool close_after);
@@ -120,10 +95,6 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   void stop_pushes(bool release_buffers);
   void linger_close();
   void close();
-
-  // A JSON-RPC error as the response; `id` is the request's when the body was one request.
-  Response error_response(unsigned status, int code, const std::string& message,
-                          const jsonrpc::Id& id = {}) const;
 
   boost::beast::tcp_stream stream_;
   std::shared_ptr<ServerState> state_;
