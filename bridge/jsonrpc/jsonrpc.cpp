@@ -1111,11 +1111,4 @@ std::string quote(std::string_view s) {
   return std::string(buf.GetString(), buf.GetSize());
 }
 
-std::string to_json(const rapidjson::Value& v) {
-  rapidjson::StringBuffer buf;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
-  v.Accept(w);
-  return std::string(buf.GetString(), buf.GetSize());
-}
-
 }  // namespace mcpmqtt::jsonrpc
