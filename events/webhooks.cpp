@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bridge/jsonrpc/json_access.hpp"
 #include "bridge/jsonrpc/raw_json.hpp"
 #include "bridge/modern/request_state.hpp"
 #include "bridge/protocol/events.hpp"
@@ -31,6 +32,8 @@ auto logger() {
 
 constexpr std::string_view kSubscriptionScheme = "subscription://";
 constexpr std::string_view kEventScheme = "event://";
+
+using jsonrpc::member;
 
 std::int64_t wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -57,12 +60,6 @@ std::string iso8601(std::int64_t ms) {
   char out[48];
   std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>(ms % 1000));
   return out;
-}
-
-const rapidjson::Value* member(const rapidjson::Value* obj, const char* name) {
-  if (!obj || !obj->IsObject()) return nullptr;
-  auto it = obj->FindMember(name);
-  return it == obj->MemberEnd() ? nullptr : &it->value;
 }
 
 jsonrpc::Error invalid(std::string message) {
