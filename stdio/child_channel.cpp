@@ -19,6 +19,7 @@
 
 #include "common/log.hpp"
 #include "common/metrics.hpp"
+#include "stdio/child_lifecycle.hpp"
 #include "stdio/line_codec.hpp"
 #include "stdio/line_splitter.hpp"
 #include "stdio/process_memory.hpp"
@@ -138,7 +139,7 @@ class ChildProcess : public std::enable_shared_from_this<ChildProcess> {
 
   // Only when the io_context is destroyed with this child still running: no zombie, no orphan.
   ~ChildProcess() {
-    if (reaped_) return;
+    if (life_.reaped()) return;
     ::kill(-pid_, SIGKILL);
     ::kill(pid_, SIGKILL);
     while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
@@ -195,17 +196,17 @@ class ChildProcess : public std::enable_shared_from_this<ChildProcess> {
   }
 
   void start(bridge::Channel::Receiver receiver) {
-    if (started_) return;
-    started_ = true;
-    if (closed_) return;
+    if (owner_ != Owner::unstarted) return;
+    owner_ = Owner::receiving;
     receiver_ = std::move(receiver);
     if (!stdout_reading_) do_read_stdout();
     evaluate();
   }
 
   void send(jsonrpc::Message message) {
-    if (closed_ || finished_) return;  // Channel contract: ignored after close
-    if (!stdin_open_) {
+    if (owner_ == Owner::closed || life_.finished())
+      return;  // Channel contract: ignored after close
+    if (!life_.stdin_open()) {
       // The child is gone or stopped reading; the close that follows tells the owner.
       log_->debug("{}{} not writing a {} to a child whose stdin is closed", spec_.log_prefix,
                   label_, jsonrpc::to_string(message.kind()));
@@ -217,7 +218,7 @@ class ChildProcess : public std::enable_shared_from_this<ChildProcess> {
                        {spec_.max_queued_bytes, spec_.max_queued_messages}, queued_bytes_,
                        queue_.size(), bytes);
         !detail.empty()) {
-      close_stdin_now();
+      lose_stdin();
       report(Kind::error, detail);
       begin_termination();
       evaluate();
@@ -232,9 +233,9 @@ class ChildProcess : public std::enable_shared_from_this<ChildProcess> {
 
   // The owner's close: no on_close; the child is ended in the background.
   void close(const CloseReason& why) {
-    if (finished_) return;
-    if (!closed_) {
-      closed_ = true;
+    if (life_.finished()) return;
+    if (owner_ != Owner::closed) {
+      owner_ = Owner::closed;
       receiver_ = {};
       log_->debug("{}{} closing: {}", spec_.log_prefix, label_,
                   why.detail.empty() ? bridge::to_string(why.kind) : why.detail);
@@ -244,8 +245,8 @@ class ChildProcess : public std::enable_shared_from_this<ChildProcess> {
 
   // ChildRegistry::shutdown_all: like a close of the child's own, so the owner is told.
   void shutdown(const std::string& detail) {
-    if (finished_) return;
-    if (!closed_) report(Kind::shutdown, detail);
+    if (life_.finished()) return;
+    if (owner_ != Owner::closed) report(Kind::shutdown, detail);
     end_child();
   }
 
@@ -253,7 +254,7 @@ class ChildProcess : public std::enable_shared_from_this<ChildProcess> {
   // ---- exit ---------------------------------------------------------------------------------
 
   void watch_exit() {
-    if (reaped_ || finished_) return;
+    if (life_.reaped()) return;
     if (pidfd_) {
       pidfd_->async_wait(asio::posix::descriptor_base::wait_read,
                          [self = shared_from_this()](const error_code& ec) {
@@ -273,7 +274,7 @@ class ChildProcess : public std::enable_shared_from_this<ChildProcess> {
   }
 
   void check_exit() {
-    if (reaped_) return;
+    if (life_.reaped()) return;
     siginfo_t info{};
     int r;
     do {
@@ -299,14 +300,13 @@ class ChildProcess : public std::enable_shared_from_this<ChildProcess> {
   }
 
   void on_reaped(std::optional<int> status) {
-    reaped_ = true;
+    close_stdin(ChildState::reaped);
     status_ = status;
     if (registry_) registry_->remove(this);
     error_code ignored;
     if (pidfd_) pidfd_->close(ignored);
     poll_timer_.cancel();
     term_timer_.cancel();
-    close_stdin_now();
     log_->info("{}{} {}", spec_.log_prefix, label_, exit_text());
     evaluate();
   }
@@ -327,42 +327,42 @@ class ChildProcess : public std::enable_shared_from_this<ChildProcess> {
 
   // 002 §stdio: the client ends the server by closing its stdin, then terminating it.
   void begin_termination() {
-    if (term_started_ || reaped_) return;
-    term_started_ = true;
-    if (writing_ || !queue_.empty())
-      close_stdin_after_flush_ = true;
+    const ChildState now = life_.state();
+    if (now != ChildState::running && now != ChildState::stdin_lost) return;
+    if (now == ChildState::running && (writing_ || !queue_.empty()))
+      to(ChildState::flushing);
     else
-      close_stdin_now();
+      close_stdin(ChildState::stdin_closed);
     term_timer_.expires_after(spec_.terminate_after);
     term_timer_.async_wait(
         [self = shared_from_this()](const error_code& ec) { self->on_term_timer(ec); });
   }
 
   void on_term_timer(const error_code& ec) {
-    if (ec || reaped_) return;
-    if (term_stage_ == 0) {
+    if (ec || life_.reaped()) return;
+    if (life_.state() == ChildState::flushing || life_.state() == ChildState::stdin_closed) {
       log_->info(
           "{}{} still running {} ms after its stdin was closed: sending SIGTERM to its "
           "process group",
           spec_.log_prefix, label_, spec_.terminate_after.count());
-      close_stdin_now();
+      if (life_.state() == ChildState::flushing) close_stdin(ChildState::stdin_closed);
       signal_group(SIGTERM);
-      term_stage_ = 1;
+      to(ChildState::term_sent);
       term_timer_.expires_after(spec_.kill_after);
       term_timer_.async_wait(
           [self = shared_from_this()](const error_code& e) { self->on_term_timer(e); });
       return;
     }
-    if (term_stage_ == 1) {
+    if (life_.state() == ChildState::term_sent) {
       log_->warn("{}{} still running {} ms after SIGTERM: sending SIGKILL to its process group",
                  spec_.log_prefix, label_, spec_.kill_after.count());
       signal_group(SIGKILL);
-      term_stage_ = 2;
+      to(ChildState::kill_sent);
     }
   }
 
   void signal_group(int sig) {
-    if (reaped_) return;
+    if (life_.reaped()) return;
     ::kill(-pid_, sig);
     ::kill(pid_, sig);  // in case the child left its process group
   }
@@ -370,34 +370,34 @@ class ChildProcess : public std::enable_shared_from_this<ChildProcess> {
   // Decides what the state calls for: report the close to the owner, wait for the rest of the
   // output, or release everything.
   void evaluate() {
-    if (finished_) return;
-    const bool drained = (stdout_done_ && stderr_done_) || drain_expired_;
-    if (!closed_ && started_) {
-      if (reaped_) {
+    if (life_.finished()) return;
+    const bool drained = (stdout_done_ && stderr_done_) || drain_ == Wait::expired;
+    if (owner_ == Owner::receiving) {
+      if (life_.reaped()) {
         // Everything the child wrote is delivered before its exit is reported.
         if (!drained) return arm_drain();
         report(Kind::exited, "child " + exit_text());
       } else if (!pending_error_.empty()) {
         // Its stdout closed, or its stdin broke, while it runs: usually it is exiting; give it
         // a moment so that the exit status can be reported instead.
-        if (!grace_expired_) return arm_grace();
+        if (grace_ != Wait::expired) return arm_grace();
         report(Kind::error, pending_error_);
         begin_termination();
       }
     }
-    if (closed_ && reaped_) {
+    if (owner_ == Owner::closed && life_.reaped()) {
       if (!drained) return arm_drain();
       finish();
     }
   }
 
   void arm_drain() {
-    if (drain_armed_) return;
-    drain_armed_ = true;
+    if (drain_ != Wait::unarmed) return;
+    drain_ = Wait::armed;
     drain_timer_.expires_after(spec_.drain_after);
     drain_timer_.async_wait([self = shared_from_this()](const error_code& ec) {
       if (ec) return;
-      self->drain_expired_ = true;
+      self->drain_ = Wait::expired;
       self->log_->debug(
           "{}{} output still open {} ms after the exit (held by a process outside "
           "its group?); closing it",
@@ -407,18 +407,18 @@ class ChildProcess : public std::enable_shared_from_this<ChildProcess> {
   }
 
   void arm_grace() {
-    if (grace_armed_) return;
-    grace_armed_ = true;
+    if (grace_ != Wait::unarmed) return;
+    grace_ = Wait::armed;
     grace_timer_.expires_after(spec_.drain_after);
     grace_timer_.async_wait([self = shared_from_this()](const error_code& ec) {
       if (ec) return;
-      self->grace_expired_ = true;
+      self->grace_ = Wait::expired;
       self->evaluate();
     });
   }
 
   void report(Kind kind, const std::string& detail) {
-    closed_ = true;
+    owner_ = Owner::closed;
     auto receiver = std::move(receiver_);
     receiver_ = {};
     if (kind != Kind::exited) log_->warn("{}{} closing: {}", spec_.log_prefix, label_, detail);
@@ -426,8 +426,7 @@ class ChildProcess : public std::enable_shared_from_this<ChildProcess> {
   }
 
   void finish() {
-    if (finished_) return;
-    finished_ = true;
+    if (!to(ChildState::finished)) return;
     error_code ignored;
     poll_timer_.cancel();
     term_timer_.cancel();
@@ -457,33 +456,54 @@ class ChildProcess : public std::enable_shared_from_this<ChildProcess> {
 
   void on_write(const error_code& ec) {
     writing_ = false;
-    if (!stdin_open_) return;  // closed on purpose; the queue is gone
+    if (!life_.stdin_open()) return;  // closed on purpose; the queue is gone
     if (ec) return on_stdin_failed(ec);
     queued_bytes_ -= queue_.front().size() + 1;
     queue_.pop_front();
     if (!queue_.empty())
       do_write();
-    else if (close_stdin_after_flush_)
-      close_stdin_now();
+    else if (life_.state() == ChildState::flushing)
+      close_stdin(ChildState::stdin_closed);
   }
 
   void on_stdin_failed(const error_code& ec) {
     log_->debug("{}{} writing to its stdin failed: {}", spec_.log_prefix, label_, ec.message());
-    close_stdin_now();
-    if (closed_ || !pending_error_.empty()) return;
+    lose_stdin();
+    if (owner_ == Owner::closed || !pending_error_.empty()) return;
     pending_error_ = "cannot write to the child's stdin (" + ec.message() +
                      "): it closed its input but is still running";
     evaluate();
   }
 
-  void close_stdin_now() {
-    if (!stdin_open_) return;
-    stdin_open_ = false;
-    close_stdin_after_flush_ = false;
-    error_code ignored;
-    stdin_.close(ignored);
-    queue_.clear();
-    queued_bytes_ = 0;
+  // The one transition function: moves the lifecycle to `next`; a refused transition is a bug
+  // of this class, logged and otherwise ignored.
+  bool to(ChildState next) {
+    const ChildState from = life_.state();
+    if (life_.advance(next)) return true;
+    log_->error("{}{} internal error: no transition from {} to {}", spec_.log_prefix, label_,
+                to_string(from), to_string(next));
+    return false;
+  }
+
+  // Closes the child's stdin now (if still open), dropping what is queued for it, on the way to
+  // `next`.
+  void close_stdin(ChildState next) {
+    if (life_.stdin_open()) {
+      error_code ignored;
+      stdin_.close(ignored);
+      queue_.clear();
+      queued_bytes_ = 0;
+    }
+    to(next);
+  }
+
+  // The child stopped reading its stdin, or must not be written to any more: stdin closes now,
+  // whether or not the ending has begun.
+  void lose_stdin() {
+    if (life_.state() == ChildState::running)
+      close_stdin(ChildState::stdin_lost);
+    else if (life_.state() == ChildState::flushing)
+      close_stdin(ChildState::stdin_closed);
   }
 
   // ---- stdout -------------------------------------------------------------------------------
@@ -497,13 +517,13 @@ class ChildProcess : public std::enable_shared_from_this<ChildProcess> {
   }
 
   void on_read_stdout(const error_code& ec, std::size_t n) {
-    if (finished_) return;
+    if (life_.finished()) return;
     if (n > 0) {
       static auto& bytes_in = metrics::bytes_counter("stdio", "in");
       bytes_in.inc(n);
       out_lines_.feed(std::string_view(out_buf_.get(), n),
                       [this](LineSplitter::Line&& line) { on_stdout_line(std::move(line)); });
-      if (finished_) return;
+      if (life_.finished()) return;
       check_runaway_line();
     }
     if (!ec) return do_read_stdout();
@@ -513,7 +533,7 @@ class ChildProcess : public std::enable_shared_from_this<ChildProcess> {
     if (ec != asio::error::eof) {
       log_->warn("{}{} reading its stdout failed: {}", spec_.log_prefix, label_, ec.message());
     }
-    if (!reaped_ && !closed_ && pending_error_.empty())
+    if (!life_.reaped() && owner_ != Owner::closed && pending_error_.empty())
       pending_error_ = "the child closed its stdout but is still running";
     evaluate();
   }
@@ -523,19 +543,20 @@ class ChildProcess : public std::enable_shared_from_this<ChildProcess> {
   // it answers can arrive behind that line, so the child is ended now and the owner answers what
   // is pending, instead of every request waiting for its timeout while the flood is read.
   void check_runaway_line() {
-    if (closed_ || out_lines_.unfinished_size() <= 2 * spec_.limits.max_bytes) return;
+    if (owner_ == Owner::closed || out_lines_.unfinished_size() <= 2 * spec_.limits.max_bytes)
+      return;
     const std::string detail =
         "protocol violation: a stdout line ran past " + std::to_string(2 * spec_.limits.max_bytes) +
         " bytes without a newline (the limit is " + std::to_string(spec_.limits.max_bytes) +
         " bytes); the server floods its output";
-    close_stdin_now();
+    lose_stdin();
     report(Kind::error, detail);
     begin_termination();
     evaluate();
   }
 
   void on_stdout_line(LineSplitter::Line&& line) {
-    if (closed_) {
+    if (owner_ == Owner::closed) {
       log_->debug("{}{} discarding {} bytes of stdout written while closing", spec_.log_prefix,
                   label_, line.size);
       return;
@@ -557,7 +578,7 @@ class ChildProcess : public std::enable_shared_from_this<ChildProcess> {
                  excerpt(parsed.line, kViolationLogBytes));
     }
     for (auto& m : parsed.messages) {
-      if (closed_ || !receiver_.on_message) break;  // on_message may close the channel
+      if (owner_ == Owner::closed || !receiver_.on_message) break;  // it may close the channel
       receiver_.on_message(std::move(m));
     }
   }
@@ -572,7 +593,7 @@ class ChildProcess : public std::enable_shared_from_this<ChildProcess> {
   }
 
   void on_read_stderr(const error_code& ec, std::size_t n) {
-    if (finished_) return;
+    if (life_.finished()) return;
     if (n > 0) {
       err_lines_.feed(std::string_view(err_buf_.get(), n),
                       [this](LineSplitter::Line&& line) { log_stderr(line); });
@@ -609,21 +630,22 @@ class ChildProcess : public std::enable_shared_from_this<ChildProcess> {
   std::size_t queued_bytes_ = 0;
   std::string pending_error_;  // why to close if the child does not exit soon
   std::optional<int> status_;
-  int term_stage_ = 0;  // 0: stdin closed, 1: SIGTERM sent, 2: SIGKILL sent
 
-  bool started_ = false;
-  bool closed_ = false;  // the owner was told, or closed it: no more deliveries
-  bool finished_ = false;
-  bool reaped_ = false;
+  // The owner's side: not started yet, receiving, or closed (it was told, or closed the
+  // channel itself: no more deliveries).
+  enum class Owner { unstarted, receiving, closed };
+  // A timer that runs at most once: not armed yet, running, or expired.
+  enum class Wait { unarmed, armed, expired };
+
+  ChildLifecycle life_;
+  Owner owner_ = Owner::unstarted;
+  Wait drain_ = Wait::unarmed;  // after the exit: the rest of the output
+  Wait grace_ = Wait::unarmed;  // after a broken pipe: the exit, so that its status is reported
+  // What is in flight on the pipes.
   bool writing_ = false;
-  bool stdin_open_ = true;
-  bool close_stdin_after_flush_ = false;
-  bool term_started_ = false;
   bool stdout_reading_ = false;
   bool stdout_done_ = false;
   bool stderr_done_ = false;
-  bool drain_armed_ = false, drain_expired_ = false;
-  bool grace_armed_ = false, grace_expired_ = false;
 };
 
 }  // namespace detail

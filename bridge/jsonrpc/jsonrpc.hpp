@@ -21,6 +21,7 @@
 
 #include <rapidjson/document.h>
 
+#include "bridge/jsonrpc/json_access.hpp"
 #include "common/expected.hpp"
 
 namespace mcpmqtt::jsonrpc {
@@ -182,6 +183,5 @@ std::string serialize_batch(const std::vector<Message>& messages);
 // A JSON string literal. Bytes that are not well-formed UTF-8 (a peer's header value, say)
 // become U+FFFD: the result is always valid JSON.
 std::string quote(std::string_view s);
-std::string to_json(const rapidjson::Value& v);
 
 }  // namespace mcpmqtt::jsonrpc

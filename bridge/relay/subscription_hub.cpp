@@ -2,9 +2,7 @@
 
 #include <algorithm>
 
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
-
+#include "bridge/jsonrpc/json_access.hpp"
 #include "bridge/jsonrpc/raw_json.hpp"
 #include "bridge/protocol/events.hpp"
 
@@ -16,22 +14,11 @@ constexpr std::string_view kListen = "subscriptions/listen";
 constexpr std::string_view kAcknowledged = "notifications/subscriptions/acknowledged";
 constexpr std::string_view kUpdated = "notifications/resources/updated";
 
-std::string to_json(const rapidjson::Value& v) {
-  rapidjson::StringBuffer buf;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
-  v.Accept(w);
-  return {buf.GetString(), buf.GetSize()};
-}
+using jsonrpc::member;
+using jsonrpc::to_json;
 
 std::string_view sv(const rapidjson::Value& v) {
   return {v.GetString(), v.GetStringLength()};
-}
-
-const rapidjson::Value* member(const rapidjson::Value* obj, std::string_view name) {
-  if (!obj || !obj->IsObject()) return nullptr;
-  auto it = obj->FindMember(rapidjson::Value(
-      rapidjson::StringRef(name.data(), static_cast<rapidjson::SizeType>(name.size()))));
-  return it == obj->MemberEnd() ? nullptr : &it->value;
 }
 
 std::optional<jsonrpc::Id> id_of(const rapidjson::Value& v) {
