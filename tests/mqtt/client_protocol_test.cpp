@@ -184,7 +184,11 @@ class ScriptedBroker final : public ClientProtocol::Io {
 
   void advance(Clock::duration d) {
     const auto until = now_ + d;
+    int at_one_instant = 0;
     while (timer_ && *timer_ <= until) {
+      // A timer armed again and again for a time already past would spin the strand.
+      at_one_instant = *timer_ <= now_ ? at_one_instant + 1 : 0;
+      if (at_one_instant > 100) FAIL("the protocol's timer fires again and again at one instant");
       now_ = std::max(now_, *timer_);
       timer_.reset();
       client_->on_timer();
