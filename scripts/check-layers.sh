@@ -9,6 +9,7 @@
 #   bridge/modern/     the MCP 2026-07-28 era (vocabulary, gateway, upstream adapter): the above
 #   config/            the configuration model: common/, bridge/protocol/
 #   mqtt/codec/        the MQTT 5.0 codec: the standard library only
+#   mqtt/protocol/     the native engine's MQTT client protocol, no I/O: common/, mqtt/codec/
 #   mqtt/ http/ stdio/ the transports: common/, bridge/ and themselves; never config/ or one
 #                      another (mqtt/ may use its codec)
 #   events/            webhooks (SQLite store, outbox, delivery over HTTP): common/, bridge/, http/
@@ -38,7 +39,8 @@ declare -A allowed=(
   [bridge/modern]="$core"
   [config]="common bridge/protocol config"
   [mqtt/codec]="mqtt/codec"
-  [mqtt]="$core mqtt mqtt/codec"
+  [mqtt/protocol]="common mqtt/codec mqtt/protocol"
+  [mqtt]="$core mqtt mqtt/codec mqtt/protocol"
   [http]="$core http"
   [stdio]="$core stdio"
   [events]="$core http events"
@@ -50,6 +52,7 @@ folder_of() {
   case "$1" in
     bridge/*/*) local rest=${1#bridge/}; echo "bridge/${rest%%/*}" ;;
     mqtt/codec/*) echo mqtt/codec ;;
+    mqtt/protocol/*) echo mqtt/protocol ;;
     */*) echo "${1%%/*}" ;;
     *) echo "" ;;
   esac
@@ -78,10 +81,10 @@ while IFS= read -r file; do
       status=1
     fi
   done < <(grep -nE "^[[:space:]]*#[[:space:]]*include[[:space:]]+\"($ours)/" "$file" || true)
-  # The codec includes nothing of ours but itself, and no library at all.
-  if [[ $layer == mqtt/codec ]]; then
+  # The codec and the protocol include no library at all.
+  if [[ $layer == mqtt/codec || $layer == mqtt/protocol ]]; then
     while IFS= read -r hit; do
-      echo "$file:${hit%%:*}: mqtt/codec/ is standard C++ only" >&2
+      echo "$file:${hit%%:*}: $layer/ is standard C++ only" >&2
       status=1
     done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]+<(boost|mqtt|MQTT|rapidjson|spdlog|openssl|sqlite)' "$file" || true)
   fi

@@ -1,773 +1,80 @@
 #include "mqtt/native/link.hpp"
 
-#include <algorithm>
-#include <cstring>
-
 #include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
-#include "common/log.hpp"
-
 namespace mcpmqtt::mqtt::native {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-// The read buffer starts small (an idle connection holds thousands of these), grows to the
-// size of the packet being read, and shrinks back once a large packet has been handled.
-constexpr std::size_t kInitialRead = 2048;
-constexpr std::size_t kShrinkAbove = 64 * 1024;
-// A graceful close waits this long for the broker to close its side after our DISCONNECT.
-constexpr auto kFinishWait = std::chrono::seconds(1);
 
 bool is_eof(const boost::system::error_code& ec) {
   return ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset ||
          ec == boost::asio::error::broken_pipe;
 }
 
-}  // namespace
-
-void Link::Batch::clear() {
-  // Keep the capacity of a small batch (the next one reuses it), not of a large one.
-  if (bytes.capacity() > kShrinkAbove)
-    std::string().swap(bytes);
-  else
-    bytes.clear();
-  segments.clear();
-  payloads.clear();
-  written.clear();
+protocol::ClientProtocol::Events protocol_events(Engine::Events events) {
+  return {std::move(events.on_message), std::move(events.on_lost)};
 }
+
+}  // namespace
 
 Link::Link(boost::asio::any_io_executor strand, EngineConnect params, Engine::Events events)
     : strand_(std::move(strand)),
-      params_(std::move(params)),
-      events_(std::move(events)),
-      aliases_(params_.topic_alias_maximum),
-      timer_(strand_) {}
+      protocol_(*this, std::move(params), protocol_events(std::move(events))),
+      timer_(strand_),
+      params_(protocol_.params()) {}
 
 Link::~Link() = default;
 
-void Link::start(Engine::ConnectDone done) {
-  connect_done_ = std::move(done);
-  state_ = State::opening;
-  deadline_ = Clock::now() + params_.connect_timeout;
-  arm_timer();
-  transport_open();
-}
-
 void Link::on_transport_ready(const boost::system::error_code& ec, const std::string& why) {
-  if (state_ != State::opening) return;
-  if (ec) return fail_connect(why);
-  // MQTT 5.0 §3.1: CONNECT, with what 004 asks of it (clean start, no expiry, MCP properties).
-  std::vector<codec::UserPropertyRef> props, will_props;
-  for (const auto& p : params_.user_properties)
-    props.push_back({p.key, p.value});
-  codec::ConnectOut c;
-  c.client_id = params_.client_id;
-  c.clean_start = params_.clean_start;
-  c.keep_alive_s = params_.keep_alive_s;
-  // Sent even when 0 (the default): 004 asks for it on every connection, said outright.
-  c.properties.session_expiry_interval = params_.session_expiry_s;
-  if (params_.receive_maximum != 65535) c.properties.receive_maximum = params_.receive_maximum;
-  if (params_.maximum_packet_size) c.properties.maximum_packet_size = params_.maximum_packet_size;
-  if (params_.topic_alias_maximum) c.properties.topic_alias_maximum = params_.topic_alias_maximum;
-  c.properties.user_properties = props;
-  if (params_.will) {
-    const auto& w = *params_.will;
-    for (const auto& p : w.user_properties)
-      will_props.push_back({p.key, p.value});
-    codec::ConnectOut::Will cw;
-    cw.topic = w.topic;
-    cw.payload = w.payload;
-    cw.qos = w.qos;
-    cw.retain = w.retain;
-    cw.properties.user_properties = will_props;
-    c.will = cw;
-  }
-  if (params_.username) c.username = *params_.username;
-  if (params_.password) c.password = *params_.password;
-  const auto before = filling_.bytes.size();
-  if (!codec::encode_connect(filling_.bytes, c)) {
-    return fail_connect(
-        "the CONNECT packet cannot be encoded (a string over 65,535 bytes: check the client id, "
-        "the credentials, MCP-META and the will)");
-  }
-  queue_encoded(before);
-  state_ = State::awaiting_connack;
-  last_received_ = Clock::now();
-  flush();
-  start_read();
-}
-
-// ---- reading ------------------------------------------------------------------------------------
-
-void Link::start_read() {
-  if (reading_ || state_ == State::closed || state_ == State::idle) return;
-  if (rbuf_.empty()) rbuf_.resize(kInitialRead);
-  if (rend_ == rbuf_.size()) rbuf_.resize(rbuf_.size() * 2);
-  reading_ = true;
-  transport_read(rbuf_.data() + rend_, rbuf_.size() - rend_);
+  protocol_.on_transport_ready(!ec, why);
 }
 
 void Link::on_read(const boost::system::error_code& ec, std::size_t n) {
-  reading_ = false;
-  if (state_ == State::closed) return;
   if (ec) {
-    if (state_ == State::disconnecting) return finish_disconnect();
-    const std::string why =
-        is_eof(ec) ? "the broker closed the connection" : "the connection failed: " + ec.message();
-    if (state_ == State::awaiting_connack) return fail_connect(why + " before CONNACK");
-    return lose(why);
+    return protocol_.on_read_failed(is_eof(ec) ? "the broker closed the connection"
+                                               : "the connection failed: " + ec.message());
   }
   // Linux leaves quick-ACK mode on its own; without it a delayed ACK (40 ms) of ours can hold a
   // broker whose Nagle waits for it (the broker's TCP_NODELAY is off by default).
-  if (const int fd = native_handle(); fd >= 0) {
+  if (const int fd = protocol_.closed() ? -1 : native_handle(); fd >= 0) {
     const int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
   }
-  last_received_ = Clock::now();
-  rend_ += n;
-  process_input();
-  if (state_ == State::closed) return;
-  start_read();
-}
-
-void Link::process_input() {
-  std::size_t need = 0;  // the size of a packet only partly read
-  while (state_ != State::closed) {
-    const std::string_view avail(rbuf_.data() + rbegin_, rend_ - rbegin_);
-    auto header = codec::read_fixed_header(avail, params_.maximum_packet_size);
-    if (!header) return protocol_error(header.error());
-    if (!*header) break;
-    const auto& h = **header;
-    if (avail.size() < h.packet_size()) {
-      need = h.packet_size();
-      break;
-    }
-    // The views handed out stay valid: nothing moves the buffer until the loop ends.
-    rbegin_ += h.packet_size();
-    if (!handle(h, avail.substr(h.header_size, h.remaining_length))) break;
-  }
-  if (state_ == State::closed) return;
-  // Keep what is left at the front, with room for the packet being read.
-  const std::size_t left = rend_ - rbegin_;
-  if (left && rbegin_) std::memmove(rbuf_.data(), rbuf_.data() + rbegin_, left);
-  rbegin_ = 0;
-  rend_ = left;
-  if (need > rbuf_.size()) {
-    rbuf_.resize(need);
-  } else if (rbuf_.size() > kShrinkAbove && need <= kInitialRead && left <= kInitialRead) {
-    std::vector<char> small(kInitialRead);
-    std::memcpy(small.data(), rbuf_.data(), left);
-    rbuf_.swap(small);
-  }
-}
-
-bool Link::handle(const codec::FixedHeader& header, std::string_view body) {
-  auto decoded = codec::decode_inbound(header.first_byte, body);
-  if (!decoded) {
-    protocol_error(decoded.error());
-    return false;
-  }
-  auto& packet = *decoded;
-  if (state_ == State::awaiting_connack && !std::holds_alternative<codec::Connack>(packet) &&
-      !std::holds_alternative<codec::Disconnect>(packet)) {
-    protocol_error({codec::reason::protocol_error,
-                    "the broker sent another packet before CONNACK (MQTT 5.0 §3.2)"});
-    return false;
-  }
-  std::visit(
-      [this](auto& p) {
-        using T = std::decay_t<decltype(p)>;
-        if constexpr (std::is_same_v<T, codec::Connack>) {
-          handle_connack(p);
-        } else if constexpr (std::is_same_v<T, codec::Publish>) {
-          handle_publish(p);
-        } else if constexpr (std::is_same_v<T, codec::PubAck>) {
-          handle_ack(p);
-        } else if constexpr (std::is_same_v<T, codec::SubAck>) {
-          handle_suback(p);
-        } else if constexpr (std::is_same_v<T, codec::PingResp>) {
-          ping_outstanding_ = false;
-        } else if constexpr (std::is_same_v<T, codec::Disconnect>) {
-          handle_disconnect(p);
-        } else if constexpr (std::is_same_v<T, codec::Auth>) {
-          protocol_error({codec::reason::protocol_error,
-                          "the broker sent AUTH, but no authentication method was used "
-                          "(MQTT 5.0 §4.12)"});
-        }
-      },
-      packet);
-  return state_ != State::closed;
-}
-
-std::string Link::describe_reason(std::uint8_t code, const codec::Properties& props) const {
-  std::string out = codec::reason_with_code(code);
-  if (props.reason_string) out += ": " + std::string(*props.reason_string);
-  if (props.server_reference) out += "; use server " + std::string(*props.server_reference);
-  return out;
-}
-
-void Link::handle_connack(const codec::Connack& p) {
-  if (state_ != State::awaiting_connack) {
-    return protocol_error(
-        {codec::reason::protocol_error, "a second CONNACK on one connection (MQTT 5.0 §3.2)"});
-  }
-  if (p.reason_code >= 0x80) {
-    return fail_connect(
-        "the broker refused the connection: " + describe_reason(p.reason_code, p.properties),
-        p.reason_code);
-  }
-  if (p.session_present && params_.clean_start) {
-    // [MQTT-3.2.2-4]: a client without session state that is told one exists closes.
-    return protocol_error(
-        {codec::reason::protocol_error, "CONNACK says a session is present after a clean start"});
-  }
-  const auto& props = p.properties;
-  auto& ack = connack_;
-  ack.session_present = p.session_present;
-  if (props.receive_maximum) ack.receive_maximum = *props.receive_maximum;
-  if (props.maximum_packet_size) ack.maximum_packet_size = *props.maximum_packet_size;
-  if (props.maximum_qos) ack.maximum_qos = *props.maximum_qos;
-  if (props.retain_available) ack.retain_available = *props.retain_available != 0;
-  if (props.topic_alias_maximum) ack.topic_alias_maximum = *props.topic_alias_maximum;
-  if (props.assigned_client_identifier)
-    ack.assigned_client_id = std::string(*props.assigned_client_identifier);
-  if (props.server_keep_alive) ack.server_keep_alive = *props.server_keep_alive;
-  if (props.session_expiry_interval) ack.session_expiry_s = *props.session_expiry_interval;
-  if (props.reason_string) ack.reason_string = std::string(*props.reason_string);
-  props.for_each_user_property([&ack](codec::UserPropertyRef u) {
-    ack.user_properties.push_back({std::string(u.key), std::string(u.value)});
-  });
-  broker_max_packet_ = ack.maximum_packet_size;
-  broker_max_qos_ = ack.maximum_qos;
-  retain_available_ = ack.retain_available;
-  // §3.2.2.3.14: the broker's Server Keep Alive replaces ours.
-  keep_alive_ =
-      std::chrono::seconds(ack.server_keep_alive ? *ack.server_keep_alive : params_.keep_alive_s);
-  state_ = State::connected;
-  arm_timer();
-  auto done = std::move(connect_done_);
-  connect_done_ = {};
-  ConnectOutcome out;
-  out.ok = true;
-  out.connack = ack;
-  if (done) done(out);
-}
-
-void Link::handle_publish(const codec::Publish& p) {
-  auto topic = aliases_.resolve(p.topic, p.properties.topic_alias);
-  if (!topic) return protocol_error(topic.error());
-  if (p.qos == 2 && qos2_received_.count(p.packet_id)) {
-    // A duplicate of one we delivered and acknowledged with PUBREC (§4.3.3): answer again only.
-    send_ack(codec::PacketType::pubrec, p.packet_id);
-    return;
-  }
-  if (p.qos == 2 && qos2_received_.size() >= params_.receive_maximum) {
-    // §3.3.4: more unacknowledged QoS > 0 publications than the Receive Maximum we announced.
-    return protocol_error({codec::reason::receive_maximum_exceeded,
-                           "the broker sent more QoS 2 publications than our Receive Maximum"});
-  }
-  if (events_.on_message && state_ == State::connected) {
-    property_views_.clear();
-    p.properties.for_each_user_property([this](codec::UserPropertyRef u) {
-      property_views_.push_back({u.key, u.value});
-    });
-    ReceivedMessage m{*topic, std::make_shared<const std::string>(p.payload), p.qos, p.retain,
-                      property_views_};
-    events_.on_message(m);
-    if (state_ == State::closed) return;
-  }
-  if (p.qos == 1) {
-    send_ack(codec::PacketType::puback, p.packet_id);
-  } else if (p.qos == 2) {
-    qos2_received_.insert(p.packet_id);
-    send_ack(codec::PacketType::pubrec, p.packet_id);
-  }
-}
-
-void Link::send_ack(codec::PacketType type, std::uint16_t packet_id, std::uint8_t reason_code) {
-  const auto before = filling_.bytes.size();
-  if (codec::encode_ack(filling_.bytes, type, packet_id, reason_code)) queue_encoded(before);
-  flush();
-}
-
-void Link::handle_ack(const codec::PubAck& p) {
-  using codec::PacketType;
-  if (p.type == PacketType::pubrel) {
-    // §4.3.3: the broker releases a QoS 2 publication it sent us.
-    const bool known = qos2_received_.erase(p.packet_id) != 0;
-    return send_ack(PacketType::pubcomp, p.packet_id,
-                    known ? codec::reason::success : codec::reason::packet_identifier_not_found);
-  }
-  auto it = ops_.find(p.packet_id);
-  if (it == ops_.end()) return;  // not ours (any more): nothing waits for it
-  auto& op = it->second;
-  const bool expected = (p.type == PacketType::puback && op.kind == OpKind::publish) ||
-                        (p.type == PacketType::pubrec && op.kind == OpKind::publish) ||
-                        (p.type == PacketType::pubcomp && op.kind == OpKind::publish_released);
-  if (!expected) {
-    return protocol_error({codec::reason::protocol_error,
-                           "an acknowledgement that does not match the packet identifier's "
-                           "publication (MQTT 5.0 §4.3)"});
-  }
-  if (p.type == PacketType::pubrec && p.reason_code < 0x80) {
-    // §4.3.3: release it; PUBCOMP ends the exchange.
-    op.kind = OpKind::publish_released;
-    return send_ack(PacketType::pubrel, p.packet_id);
-  }
-  AckOutcome out;
-  out.ok = p.reason_code < 0x80;
-  if (!out.ok) {
-    out.why = "the broker refused the publication: " + describe_reason(p.reason_code, p.properties);
-  }
-  auto done = std::move(op.done);
-  ops_.erase(it);
-  if (publishes_in_flight_ > 0) --publishes_in_flight_;
-  if (done) done(out);
-  if (state_ == State::disconnecting) maybe_finish_disconnect();
-}
-
-void Link::handle_suback(const codec::SubAck& p) {
-  auto it = ops_.find(p.packet_id);
-  if (it == ops_.end()) return;
-  const auto want = p.type == codec::PacketType::suback ? OpKind::subscribe : OpKind::unsubscribe;
-  if (it->second.kind != want) {
-    return protocol_error({codec::reason::protocol_error,
-                           "a SUBACK or UNSUBACK for a packet identifier of another operation"});
-  }
-  AckOutcome out;
-  out.ok = true;
-  out.reason_codes.assign(p.reason_codes.begin(), p.reason_codes.end());
-  auto done = std::move(it->second.done);
-  ops_.erase(it);
-  if (done) done(out);
-}
-
-void Link::handle_disconnect(const codec::Disconnect& p) {
-  const std::string why =
-      "the broker sent DISCONNECT: " + describe_reason(p.reason_code, p.properties);
-  if (state_ == State::awaiting_connack) return fail_connect(why, p.reason_code);
-  if (state_ == State::disconnecting) return finish_disconnect();
-  lose(why);
-}
-
-// ---- operations ---------------------------------------------------------------------------------
-
-void Link::fail_soon(Engine::AckDone done, std::string why) {
-  if (!done) return;
-  boost::asio::post(strand_, [done = std::move(done), why = std::move(why)] {
-    done(AckOutcome{false, why, {}});
-  });
-}
-
-std::uint16_t Link::allocate_packet_id() {
-  if (ops_.size() >= 65535) return 0;
-  do {
-    if (++next_id_ == 0) next_id_ = 1;
-  } while (ops_.count(next_id_));
-  return next_id_;
-}
-
-void Link::subscribe(std::vector<SubscribeRequest> filters, Engine::AckDone done) {
-  if (state_ != State::connected) return fail_soon(std::move(done), "not connected");
-  const auto id = allocate_packet_id();
-  if (!id) return fail_soon(std::move(done), "no packet identifier is free");
-  std::vector<codec::SubscriptionOut> out;
-  out.reserve(filters.size());
-  for (const auto& f : filters)
-    out.push_back({f.filter, std::min(f.qos, broker_max_qos_), f.no_local, false, 0});
-  const auto before = filling_.bytes.size();
-  if (!codec::encode_subscribe(filling_.bytes, id, out)) {
-    return fail_soon(std::move(done), "the SUBSCRIBE packet cannot be encoded");
-  }
-  const auto size = filling_.bytes.size() - before;
-  if (broker_max_packet_ && size > broker_max_packet_) {
-    filling_.bytes.resize(before);
-    return fail_soon(std::move(done),
-                     "the SUBSCRIBE packet is larger than the broker's Maximum "
-                     "Packet Size (" +
-                         std::to_string(broker_max_packet_) + " bytes)");
-  }
-  queue_encoded(before);
-  ops_.emplace(id, Op{OpKind::subscribe, std::move(done)});
-  flush();
-}
-
-void Link::unsubscribe(std::vector<std::string> filters, Engine::AckDone done) {
-  if (state_ != State::connected) return fail_soon(std::move(done), "not connected");
-  const auto id = allocate_packet_id();
-  if (!id) return fail_soon(std::move(done), "no packet identifier is free");
-  std::vector<std::string_view> views(filters.begin(), filters.end());
-  const auto before = filling_.bytes.size();
-  if (!codec::encode_unsubscribe(filling_.bytes, id, views)) {
-    return fail_soon(std::move(done), "the UNSUBSCRIBE packet cannot be encoded");
-  }
-  const auto size = filling_.bytes.size() - before;
-  if (broker_max_packet_ && size > broker_max_packet_) {
-    filling_.bytes.resize(before);
-    return fail_soon(std::move(done),
-                     "the UNSUBSCRIBE packet is larger than the broker's "
-                     "Maximum Packet Size");
-  }
-  queue_encoded(before);
-  ops_.emplace(id, Op{OpKind::unsubscribe, std::move(done)});
-  flush();
-}
-
-void Link::publish(PublishRequest m, Engine::AckDone done) {
-  if (state_ != State::connected) return fail_soon(std::move(done), "not connected");
-  if (!m.payload) m.payload = std::make_shared<const std::string>();
-  if (m.retain && !retain_available_) {
-    return fail_soon(std::move(done),
-                     "the broker does not keep retained messages (Retain Available is 0 in its "
-                     "CONNACK)");
-  }
-  // §3.2.2.3.4: never above the broker's Maximum QoS.
-  const int qos = std::min(m.qos, broker_max_qos_);
-  // The same user properties go with every publication of a connection: encode them once.
-  if (m.user_properties.get() != encoded_for_) {
-    encoded_properties_.clear();
-    std::vector<codec::UserPropertyRef> refs;
-    if (m.user_properties) {
-      for (const auto& p : *m.user_properties)
-        refs.push_back({p.key, p.value});
-    }
-    codec::OutProperties props;
-    props.user_properties = refs;
-    if (!codec::put_properties(encoded_properties_, props)) {
-      encoded_for_ = nullptr;
-      return fail_soon(std::move(done), "a user property is longer than 65,535 bytes");
-    }
-    encoded_for_ = m.user_properties.get();
-    encoded_owner_ = m.user_properties;
-  }
-  const std::uint16_t id = qos > 0 ? allocate_packet_id() : 0;
-  if (qos > 0 && !id) return fail_soon(std::move(done), "no packet identifier is free");
-  codec::PublishOut h;
-  h.topic = m.topic;
-  h.qos = qos;
-  h.retain = m.retain;
-  h.packet_id = id;
-  h.encoded_properties = encoded_properties_;
-  h.payload_size = m.payload->size();
-  const auto before = filling_.bytes.size();
-  if (!codec::encode_publish_header(filling_.bytes, h)) {
-    return fail_soon(std::move(done),
-                     "the message cannot be sent: " + std::to_string(m.payload->size()) +
-                         " bytes is more than an MQTT packet can hold");
-  }
-  const auto header = filling_.bytes.size() - before;
-  const std::size_t total = header + m.payload->size();
-  if (broker_max_packet_ && total > broker_max_packet_) {
-    // The BrokerConnection refuses these first, with the sizes; this keeps the protocol whoever
-    // calls.
-    filling_.bytes.resize(before);
-    return fail_soon(std::move(done), "larger than the broker's Maximum Packet Size");
-  }
-  queue_encoded(before);
-  queue_payload(std::move(m.payload));
-  if (qos == 0) {
-    if (done) filling_.written.push_back(std::move(done));
-  } else {
-    ops_.emplace(id, Op{OpKind::publish, std::move(done)});
-    ++publishes_in_flight_;
-  }
-  flush();
-}
-
-// ---- writing ------------------------------------------------------------------------------------
-
-void Link::queue_encoded(std::size_t from) {
-  auto& b = filling_;
-  const std::size_t size = b.bytes.size() - from;
-  if (size == 0) return;
-  if (!b.segments.empty() && !b.segments.back().payload &&
-      b.segments.back().offset + b.segments.back().size == from) {
-    b.segments.back().size += size;
-  } else {
-    b.segments.push_back({from, size, nullptr});
-  }
-  last_sent_ = Clock::now();
-}
-
-void Link::queue_payload(std::shared_ptr<const std::string> payload) {
-  if (payload->empty()) return;
-  filling_.segments.push_back({0, payload->size(), payload.get()});
-  filling_.payloads.push_back(std::move(payload));
-}
-
-void Link::flush() {
-  if (write_in_flight_ || filling_.empty()) return;
-  if (state_ == State::idle || state_ == State::opening || state_ == State::closed) return;
-  write_now();
-}
-
-void Link::write_now() {
-  std::swap(filling_, writing_);
-  buffers_.clear();
-  for (const auto& s : writing_.segments) {
-    if (s.payload)
-      buffers_.emplace_back(s.payload->data(), s.size);
-    else
-      buffers_.emplace_back(writing_.bytes.data() + s.offset, s.size);
-  }
-  write_in_flight_ = true;
-  transport_write(buffers_);
+  protocol_.on_read(n);
 }
 
 void Link::on_written(const boost::system::error_code& ec) {
-  write_in_flight_ = false;
-  auto written = std::move(writing_.written);
-  writing_.written.clear();
-  writing_.clear();
-  if (state_ == State::closed) {
-    // After a protocol error: the DISCONNECT that says why, then close.
-    if (ec == boost::asio::error::operation_aborted) return;
-    if (!ec && !filling_.empty()) return write_now();
-    return transport_close();
-  }
-  if (ec) {
-    const std::string why = "writing to the broker failed: " + ec.message();
-    for (auto& done : written)
-      done(AckOutcome{false, why, {}});
-    if (state_ == State::disconnecting) return finish_disconnect();
-    if (state_ == State::awaiting_connack) return fail_connect(why);
-    return lose(why);
-  }
-  // QoS 0 publications are done once written.
-  for (auto& done : written) {
-    done(AckOutcome{true, {}, {}});
-    if (state_ == State::closed) return;
-  }
-  if (state_ == State::disconnecting && disconnect_queued_ && filling_.empty()) {
-    // Our DISCONNECT is out: half-close and wait (briefly) for the broker to close its side, so
-    // that nothing it still sends resets the connection before it has read ours.
-    deadline_ = Clock::now() + kFinishWait;
-    arm_timer();
-    transport_finish();
-    return;
-  }
-  flush();
+  using Result = protocol::ClientProtocol::WriteResult;
+  if (!ec) return protocol_.on_written(Result::ok, {});
+  protocol_.on_written(
+      ec == boost::asio::error::operation_aborted ? Result::aborted : Result::failed,
+      "writing to the broker failed: " + ec.message());
 }
 
-// ---- ending -------------------------------------------------------------------------------------
-
-void Link::disconnect(std::chrono::milliseconds timeout, std::function<void()> done) {
-  if (state_ == State::disconnecting) {
-    // Already on its way: both callers hear of the end.
-    if (done) {
-      disconnect_done_ = [first = std::move(disconnect_done_), done = std::move(done)] {
-        if (first) first();
-        done();
-      };
-    }
-    return;
-  }
-  if (state_ != State::connected) {
-    // An attempt still opening is abandoned; nothing else is open.
-    connect_done_ = {};
-    if (state_ != State::closed) {
-      state_ = State::closed;
-      close_now();
-    }
-    if (done) boost::asio::post(strand_, std::move(done));
-    return;
-  }
-  state_ = State::disconnecting;
-  disconnect_done_ = done ? std::move(done) : [] {};
-  // Wait (at most `timeout`) for what is in flight to be acknowledged, then DISCONNECT.
-  deadline_ = Clock::now() + timeout;
-  arm_timer();
-  maybe_finish_disconnect();
+protocol::ClientProtocol::Clock::time_point Link::now() {
+  return protocol::ClientProtocol::Clock::now();
 }
 
-void Link::maybe_finish_disconnect() {
-  if (state_ == State::disconnecting && !disconnect_queued_ && publishes_in_flight_ == 0)
-    send_disconnect_and_finish();
+void Link::write(std::span<const std::string_view> buffers) {
+  buffers_.clear();
+  for (const auto& b : buffers)
+    buffers_.emplace_back(b.data(), b.size());
+  transport_write(buffers_);
 }
 
-void Link::send_disconnect_and_finish() {
-  // Normal disconnection (0x00): the broker discards the will (§3.14.4).
-  const auto before = filling_.bytes.size();
-  if (codec::encode_disconnect(filling_.bytes)) queue_encoded(before);
-  disconnect_queued_ = true;
-  deadline_ = Clock::now() + kFinishWait;
-  arm_timer();
-  flush();
-}
-
-void Link::finish_disconnect() {
-  if (state_ != State::disconnecting) return;
-  state_ = State::closed;
-  close_now();
-  fail_pending("the connection was closed");
-  if (auto done = std::move(disconnect_done_)) {
-    disconnect_done_ = {};
-    done();
-  }
-}
-
-void Link::abort() {
-  events_ = {};
-  connect_done_ = {};
-  disconnect_done_ = {};
-  ops_.clear();
-  filling_.written.clear();
-  writing_.written.clear();
-  if (state_ == State::closed) return;
-  state_ = State::closed;
-  close_now();
-}
-
-void Link::close_now() {
-  timer_.cancel();
-  transport_close();
-}
-
-void Link::fail_pending(const std::string& why) {
-  auto ops = std::move(ops_);
-  ops_.clear();
-  publishes_in_flight_ = 0;
-  // The bytes of a write in flight stay until it completes; only the completions go now.
-  auto queued = std::move(filling_.written);
-  filling_.written.clear();
-  auto in_flight = std::move(writing_.written);
-  writing_.written.clear();
-  const AckOutcome failed{false, why, {}};
-  for (auto& [id, op] : ops) {
-    if (op.done) op.done(failed);
-  }
-  for (auto& done : in_flight)
-    done(failed);
-  for (auto& done : queued)
-    done(failed);
-}
-
-void Link::fail_connect(std::string why, std::uint8_t reason_code) {
-  if (state_ == State::closed) return;
-  state_ = State::closed;
-  close_now();
-  auto done = std::move(connect_done_);
-  connect_done_ = {};
-  ConnectOutcome out;
-  out.reason_code = reason_code;
-  out.why = std::move(why);
-  if (done) done(out);
-}
-
-void Link::lose(const std::string& why) {
-  if (state_ == State::closed) return;
-  state_ = State::closed;
-  close_now();
-  if (events_.on_lost) events_.on_lost(why);
-  fail_pending(why);
-}
-
-void Link::protocol_error(const codec::Error& e) {
-  const std::string why = std::string("the broker broke the MQTT protocol: ") + e.what +
-                          " (we sent DISCONNECT " + codec::reason_text(e.reason) + ")";
-  // §4.13.1: DISCONNECT with the reason code, then close. The bytes go out after anything queued;
-  // the socket closes once they are written (or after a second).
-  const auto before = filling_.bytes.size();
-  if (codec::encode_disconnect(filling_.bytes, e.reason)) queue_encoded(before);
-  const State state_before = state_;
-  const bool established = state_ == State::connected || state_ == State::disconnecting;
-  const bool waiting_connack = state_ == State::awaiting_connack;
-  auto connect_done = std::move(connect_done_);
-  connect_done_ = {};
-  auto disconnect_done = std::move(disconnect_done_);
-  disconnect_done_ = {};
-  state_ = State::closed;
-  reading_ = false;
-  deadline_ = Clock::now() + kFinishWait;
-  arm_timer();
-  // flush() writes nothing once closed; the DISCONNECT goes out all the same.
-  if (!write_in_flight_ && !filling_.empty() && state_before != State::opening) write_now();
-  if (waiting_connack) {
-    ConnectOutcome out;
-    out.reason_code = e.reason;
-    out.why = why;
-    if (connect_done) connect_done(out);
-  } else if (established) {
-    if (events_.on_lost && !disconnect_done) events_.on_lost(why);
-  }
-  fail_pending(why);
-  if (disconnect_done) disconnect_done();
-}
-
-// ---- timer: connect deadline, keep-alive, disconnect
-// ---------------------------------------------
-
-void Link::arm_timer() {
-  Clock::time_point at;
-  switch (state_) {
-    case State::opening:
-    case State::awaiting_connack:
-    case State::disconnecting:
-    case State::closed:
-      at = deadline_;
-      break;
-    case State::connected: {
-      // §3.1.2.10: something goes to the broker within each Keep Alive; a broker silent for
-      // one and a half of them is gone (as a broker treats its clients).
-      if (keep_alive_.count() == 0) return;
-      at = std::min(last_received_ + keep_alive_ * 3 / 2, last_sent_ + keep_alive_);
-      if (!ping_outstanding_) at = std::min(at, last_received_ + keep_alive_);
-      break;
-    }
-    case State::idle:
-      return;
-  }
+void Link::arm_timer(protocol::ClientProtocol::Clock::time_point at) {
   timer_.expires_at(at);
   timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-    if (!ec) self->on_timer();
+    if (!ec) self->protocol_.on_timer();
   });
 }
 
-void Link::on_timer() {
-  const auto now = Clock::now();
-  switch (state_) {
-    case State::opening:
-    case State::awaiting_connack:
-      if (now < deadline_) return arm_timer();
-      return fail_connect(std::string(state_ == State::opening ? "could not connect"
-                                                               : "no CONNACK from the broker") +
-                          " within " + log::duration_text(params_.connect_timeout));
-    case State::disconnecting:
-      if (now < deadline_) return arm_timer();
-      // The acknowledgements did not all come in time: DISCONNECT anyway. Once it is sent,
-      // the broker had its second to close.
-      if (!disconnect_queued_) return send_disconnect_and_finish();
-      return finish_disconnect();
-    case State::closed:
-      if (now >= deadline_) transport_close();
-      return;
-    case State::connected: {
-      if (keep_alive_.count() == 0) return;
-      if (now - last_received_ >= keep_alive_ * 3 / 2) {
-        return lose("nothing from the broker for " + log::duration_text(keep_alive_ * 3 / 2) +
-                    " (keep-alive " + log::duration_text(keep_alive_) + ")");
-      }
-      const bool send_due = now - last_sent_ >= keep_alive_;
-      const bool quiet = now - last_received_ >= keep_alive_ && !ping_outstanding_;
-      if (send_due || quiet) {
-        // §3.12: PINGREQ keeps the connection alive and proves the broker still is.
-        const auto before = filling_.bytes.size();
-        codec::encode_pingreq(filling_.bytes);
-        queue_encoded(before);
-        ping_outstanding_ = true;
-        flush();
-      }
-      return arm_timer();
-    }
-    case State::idle:
-      return;
-  }
+void Link::post(std::function<void()> fn) {
+  boost::asio::post(strand_, std::move(fn));
 }
 
 }  // namespace mcpmqtt::mqtt::native
