@@ -1,51 +1,10 @@
-// The modern gateway: MCP 2026-07-28 clients (no sessions, a `_meta` envelope on every request)
-// served by MQTT-hosted servers, whose transport stays session-based (004: initialize on the
-// control topic, per-client RPC topics, server→client requests). No I/O: the transports hand it
-// admitted-or-not requests with a Responder, and it opens MQTT sessions through an Opener that
-// gives it a bridge::LocalChannel to play the 2025 client on (the daemon joins that channel to
-// an MQTT client session with directions::Ingress::attach, so presence wait, instance pick and
-// the splice's timeouts apply as for any ingress session).
-//
-// What it does (sources: /work/notes digest of revision 2026-07-28, cited per rule):
-// - admission: modern::admit (envelope -32602, header mismatch -32020, version -32022, missing
-//   headers -32020, removed methods 404/-32601), the request's id echoed in every error;
-// - the pool: a request runs on an MQTT session checked out for it alone, keyed by (server-name,
-//   principal, canonical JSON of the declared clientCapabilities) and initialized with exactly
-//   those capabilities (basic/index §Statelessness: capabilities are never inferred from other
-//   requests); bounded per key and in all, with a bounded FIFO of requests waiting for one;
-//   idle sessions close after `idle_timeout`; when the pool is full an idle session of another
-//   key, or else the oldest parked one, makes room;
-// - `server/discover`: answered from the MQTT server's initialize result (cached per
-//   server-name until a session of it ends because the server went away), supportedVersions =
-//   modern::supported_versions(), capabilities without `tasks`, instructions, serverInfo in
-//   `_meta`, ttlMs/cacheScope (schema DiscoverResult);
-// - results: resultType, cache fields and serverInfo added (modern::complete_result); -32002 →
-//   -32602 (with data.uri); -32601 → HTTP 404; -32021 → 400; other errors in-band;
-// - progress (its token restored to the current request's) and `notifications/message` at or
-//   above the request's logLevel, none without one (basic/utilities/logging), go to the request's
-//   own stream; list-changed and resource updates never do;
-// - MRTR (basic/patterns/mrtr): server→client requests (elicitation/create,
-//   sampling/createMessage, roots/list) arriving while a tools/call, prompts/get or
-//   resources/read runs are gathered into one round — its size from the bridge's
-//   `mcp-mqtt-bridge/inputRound` _meta key when the egress set it, else a quiet window after the
-//   last one — and answered downstream as `input_required` with `inputRequests` (keys from
-//   `mcp-mqtt-bridge/inputKey`, else invented) and a `requestState` minted by a
-//   RequestStateCodec; the session is parked, the upstream request still pending. The retry
-//   (a new request id) with `inputResponses` and that state resumes it: the state must verify
-//   (MAC, expiry, principal, server-name and capabilities, method, digest of the params) or the
-//   retry gets -32602 "Invalid or expired requestState"; present answers go to the server,
-//   missing ones are asked again in a new round, extra ones are ignored, malformed ones get
-//   -32602. A parked run whose retry does not come within `input_timeout` is cancelled upstream;
-//   a run whose upstream request ends while parked keeps that answer for the retry;
-// - `subscriptions/listen` (final form, 000 and schema SubscriptionsListenRequest): a dedicated
-//   MQTT session per listen, initialized with the request's capabilities, on which the ingress's
-//   SubscriptionHub answers the listen: the acknowledgement first with the honoured subset, every
-//   notification tagged with the listen's id as its JSON value; an empty honoured set ends at
-//   once; the session's end (server gone, shutdown) is the graceful listen result
-//   `{"resultType":"complete","_meta":{subscriptionId, serverInfo}}`; cancel() (stream closed,
-//   notifications/cancelled on stdio) ends it without one.
-// A session whose request was cancelled (client gone, timeout, parked too long) is closed, not
-// reused: a 2025 server may still send messages of the cancelled request.
+// The modern gateway: serves MCP 2026-07-28 requests (no sessions, a `_meta` envelope on each)
+// from MQTT-hosted servers, whose transport stays session-based (004 §Initialization). It admits
+// each request, runs it on an MQTT session of a bounded pool keyed by server-name, principal and
+// declared capabilities, answers server/discover, turns server→client requests into
+// input_required rounds (basic/patterns/mrtr) and serves subscriptions/listen on a session of its
+// own. No I/O: sessions are opened through an Opener that gets a LocalChannel to play the 2025
+// client on. The rules it follows are written beside them, in gateway*.cpp.
 //
 // One strand; not thread-safe: every call, every Responder call and every channel runs on it.
 #pragma once
@@ -63,8 +22,11 @@
 #include <vector>
 
 #include "bridge/jsonrpc/jsonrpc.hpp"
+#include "bridge/modern/discover_cache.hpp"
 #include "bridge/modern/protocol.hpp"
 #include "bridge/modern/request_state.hpp"
+#include "bridge/modern/run_state.hpp"
+#include "bridge/modern/server_param_headers.hpp"
 #include "bridge/relay/channel.hpp"
 #include "bridge/relay/local_channel.hpp"
 #include "bridge/relay/scheduler.hpp"
@@ -154,20 +116,18 @@ class ModernGateway : public std::enable_shared_from_this<ModernGateway> {
     std::string method;
     std::string params_json;  // without the bridge's _meta keys; empty: none
   };
-  struct DiscoverInfo {
-    std::string capabilities_json = "{}";
-    std::string instructions_json;  // a JSON string, or empty
-    std::string server_info_json;
-  };
+  // How a session's end came: the gateway closes it (its channel is hung up), or it ended.
+  enum class SessionEnd { dropped, ended };
 
   ModernGateway(Options options, Scheduler& scheduler, Opener opener);
 
+  // Requests (gateway.cpp).
   void finish(Pending& p, const jsonrpc::Message& m, unsigned status, const char* outcome);
   void refuse(Pending& p, const jsonrpc::Error& e, unsigned status,
               const char* outcome = "refused");
   void forget(CallId id);
 
-  // The pool.
+  // The pool (gateway_pool.cpp).
   bool acquire(CallId id);
   void enqueue(CallId id);
   void pump_waiting();
@@ -181,38 +141,52 @@ class ModernGateway : public std::enable_shared_from_this<ModernGateway> {
   void start_on(Session& s, Pending& p);
   void release(Session& s);
   void make_idle(Session& s);
-  void drop_session(std::uint64_t serial, const CloseReason& why);
+  // The one teardown of a session, whichever end closed it: its timers, its reserved request,
+  // its run (and the run's timers), its listen.
+  void end_session(std::uint64_t serial, const CloseReason& why, SessionEnd how);
+  void drop_session(std::uint64_t serial, const CloseReason& why) {
+    end_session(serial, why, SessionEnd::dropped);
+  }
   void deliver(Session& s, jsonrpc::Message m);
   static std::int64_t s_next_id(Session& s);
 
-  // Messages from sessions.
+  // Messages from sessions (gateway_sessions.cpp).
   void on_upstream(std::uint64_t serial, jsonrpc::Message m);
-  void on_session_closed(std::uint64_t serial, const CloseReason& why);
+  void on_session_closed(std::uint64_t serial, const CloseReason& why) {
+    end_session(serial, why, SessionEnd::ended);
+  }
   void on_initialized(Session& s, const jsonrpc::Message& m);
   void on_server_request(Session& s, const jsonrpc::Message& m);
   void on_server_notification(Session& s, const jsonrpc::Message& m);
-  void on_listen_message(Session& s, const jsonrpc::Message& m);
 
-  // Requests.
+  // Running a request (gateway_runs.cpp).
   void start_run(Session& s, Pending& p);
-  void answer_discover(Session& s, Pending& p);
   void answer_discover(const DiscoverInfo& info, Pending& p);
-  void start_listen(Session& s, Pending& p);
-  void end_listen_gracefully(Session& s);
   void on_final(Session& s, Run& run, const jsonrpc::Message& m);
   jsonrpc::Message to_downstream(const Run& run, const jsonrpc::Id& id,
                                  const jsonrpc::Message& upstream, unsigned& status) const;
   void set_log_level(Session& s, const std::optional<std::string>& level);
+  // Moves a run by `event` (run_state.hpp); an event its state does not allow is logged and
+  // ignored. False then.
+  bool transition(Run& run, RunEvent event);
+  // The run's round and park timers, cancelled.
+  void cancel_timers(Run& run);
+  // Forgets a run (its timers cancelled).
+  void erase_run(std::uint64_t run_id);
 
-  // MRTR.
-  void gather(Session& s, Run& run, const jsonrpc::Message& request);
+  // MRTR (gateway_input.cpp).
+  void gather(Run& run, const jsonrpc::Message& request);
   void close_round(std::uint64_t run_id);
   void ask(Run& run, Pending& p);
   void resume(CallId id, const std::string& state);
   void answer_inputs_with_error(Session* s, Run& run, const std::string& why);
   void cancel_run(std::uint64_t run_id, const std::string& why);
   void on_park_timeout(std::uint64_t run_id, std::uint32_t round);
-  std::string mint_state(Run& run) const;
+
+  // subscriptions/listen (gateway_listen.cpp).
+  void start_listen(Session& s, Pending& p);
+  void on_listen_message(Session& s, const jsonrpc::Message& m);
+  void end_listen_gracefully(Session& s);
 
   Options options_;
   Scheduler& scheduler_;
@@ -225,11 +199,8 @@ class ModernGateway : public std::enable_shared_from_this<ModernGateway> {
   // max_sessions_per_key and where an idle one is found.
   std::unordered_map<std::string, std::set<std::uint64_t>> by_key_;
   std::unordered_map<std::uint64_t, std::unique_ptr<Run>> runs_;
-  std::map<std::string, DiscoverInfo> discover_cache_;  // by server-name
-  // The x-mcp-header annotations of the tools each server listed (tools/list results seen), to
-  // check tools/call's Mcp-Param-{Name} headers: server-name → tool → annotated arguments.
-  std::map<std::string, std::map<std::string, std::vector<modern::ParamHeader>>> param_headers_;
-  void learn_param_headers(const std::string& server_name, const rapidjson::Value& result);
+  DiscoverCache discover_cache_;
+  ServerParamHeaders param_headers_;
   std::unordered_map<std::uint64_t, std::vector<CallId>> by_origin_;
   CallId next_call_ = 1;
   std::uint64_t next_serial_ = 1;

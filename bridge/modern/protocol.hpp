@@ -1,11 +1,13 @@
 // The vocabulary of MCP revision 2026-07-28 ("modern": no sessions, a `_meta` envelope on every
 // request, `server/discover`, `resultType`, `input_required`), as pure functions shared by the
 // ingress (modern clients reaching MQTT-hosted servers) and the egress (2026-only servers
-// published on MQTT). Rules and their sources: /work/notes digest, cited here by the
-// specification file (`basic/index` §_meta, `basic/transports/streamable-http` §Server
-// Validation, `basic/patterns/mrtr`, `schema/2026-07-28/schema.ts`).
+// published on MQTT). Rules are cited by the specification file (`basic/index` §_meta,
+// `basic/transports/streamable-http` §Server Validation, `basic/patterns/mrtr`,
+// `schema/2026-07-28/schema.ts`). Defined by concern: protocol.cpp (versions, envelope, headers,
+// methods, results), legacy_mapping.cpp (egress), admission.cpp (ingress admission),
+// param_headers.cpp (Mcp-Param-{Name}).
 //
-// Thread-safe (no state).
+// Thread-safe (no state; ToolHeaders locks).
 #pragma once
 
 #include <map>
@@ -115,6 +117,8 @@ std::optional<std::string> name_of(const jsonrpc::Message& m);
 std::string encode_header_value(std::string_view value);
 // The inverse; nullopt for a malformed `=?base64?…?=` value.
 std::optional<std::string> decode_header_value(std::string_view value);
+// A header value without the spaces and tabs around it (optional whitespace).
+std::string_view trim_header_value(std::string_view value);
 
 // ---- methods -----------------------------------------------------------------------------------
 
@@ -164,9 +168,8 @@ std::string with_envelope(std::string_view params_json, const Envelope& envelope
 std::string without_envelope(const rapidjson::Value* params);
 
 // ---- egress: a 2026-07-28 server behind a 2025 session ----------------------------------------
-// (issue 19, egress half: the MQTT side stays a 2025 session, 004 §Initialization; the upstream
-// speaks 2026-07-28. These functions translate between the two; bridge/modern/upstream.hpp uses
-// them.)
+// (The MQTT side stays a 2025 session, 004 §Initialization; the upstream speaks 2026-07-28.
+// These functions translate between the two; bridge/modern/upstream.hpp uses them.)
 
 // The 2025-era revisions a session over MQTT may name in initialize, newest first.
 const std::vector<std::string>& legacy_versions();
@@ -256,9 +259,7 @@ bool has_capability(std::string_view capabilities_json, std::string_view path);
 // when nothing else is in it): what a 2025 client gets. Empty when `params` is null.
 std::string without_subscription_id(const rapidjson::Value* params);
 
-// ---- the ingress: admitting modern requests
-// ------------------------------------------------------ (Functions the ingress added for its
-// gateway; kept together so the egress's additions merge cleanly.)
+// ---- the ingress: admitting modern requests ---------------------------------------------------
 
 // A request refused before it runs: the error to send with the request's id, and the HTTP status
 // of that answer (stdio carries only the error).
@@ -268,7 +269,7 @@ struct Refusal {
 };
 
 // The checks a modern request (one that claims_modern) passes before it runs, in the order the
-// v2 SDK applies them (digest §1; conformance server-stateless depends on it):
+// v2 SDK applies them (conformance server-stateless depends on it):
 //   1. the envelope (basic/index §_meta): missing _meta, a missing required key or a member of
 //      the wrong type → 400 / -32602;
 //   2. headers that are present but disagree with the body (streamable-http §Server Validation):
@@ -289,7 +290,7 @@ Expected<Envelope, Refusal> admit(const jsonrpc::Message& request, const Headers
 std::optional<Refusal> admit_notification(const jsonrpc::Message& notification,
                                           const Headers* headers);
 
-// What one HTTP POST body is (digest §1, the v2 SDK's classifyInboundRequest):
+// What one HTTP POST body is (as the v2 SDK's classifyInboundRequest decides):
 //   - a batch with any element that claims modern → refused, 400 / -32600 (a batch is legacy
 //     otherwise);
 //   - a single message that claims modern → modern, whatever Mcp-Session-Id says;

@@ -856,3 +856,76 @@ TEST_CASE(
   s.reply(s.expect("tools/call"), R"({"content":[]})");
   CHECK(other->status == 200);
 }
+
+TEST_CASE(
+    "modern gateway: a session that ends while its run gathers a round takes the round timer "
+    "with it, whichever end closed it",
+    "[modern-gateway][teardown]") {
+  const std::string sampling =
+      R"({"jsonrpc":"2.0","id":0,"method":"sampling/createMessage","params":{"messages":[],"maxTokens":5}})";
+  SECTION("the server goes away") {
+    Harness h;
+    auto a = h.call(tool_call("1", "ask_sampling"));
+    auto& s = *h.sessions[0];
+    s.initialize();
+    s.expect("tools/call");
+    s.send(sampling);
+    CHECK(h.clock.armed() == 1);  // the round's quiet window
+    s.channel->close({CloseReason::Kind::peer_gone, "the server went away"});
+    REQUIRE(a->final);
+    CHECK(a->final->error().code == -32000);
+    CHECK(a->final->error().message.find("was not answered") != std::string::npos);
+    CHECK(h.clock.armed() == 0);
+    h.clock.advance(10min);
+    CHECK(h.gateway->session_count() == 0);
+    CHECK(h.gateway->stats().parked == 0);
+  }
+  SECTION("the client cancels: the gateway closes the session") {
+    Harness h;
+    ModernGateway::CallId id = 0;
+    auto a = h.call(tool_call("1", "ask_sampling"), "p1", std::nullopt, "srv/a", &id);
+    auto& s = *h.sessions[0];
+    s.initialize();
+    s.expect("tools/call");
+    s.send(sampling);
+    CHECK(h.clock.armed() == 1);
+    h.gateway->cancel(id);
+    const auto got = s.take();  // the cancellation, then the input request's error
+    REQUIRE(got.size() == 2);
+    CHECK(got[0].find("notifications/cancelled") != std::string::npos);
+    CHECK(s.hung_up);
+    CHECK(h.clock.armed() == 0);
+    h.clock.advance(10min);
+    CHECK_FALSE(a->final);
+    CHECK(h.gateway->session_count() == 0);
+  }
+}
+
+TEST_CASE(
+    "modern gateway: a session that ends under a parked run leaves only the park timer, and the "
+    "retry hears how it ended and takes that timer too",
+    "[modern-gateway][teardown]") {
+  ModernGateway::Options o;
+  o.input_timeout = 60s;
+  Harness h(o);
+  auto a = h.call(tool_call("1", "ask_sampling"));
+  auto& s = *h.sessions[0];
+  s.initialize();
+  s.expect("tools/call");
+  s.send(
+      R"({"jsonrpc":"2.0","id":0,"method":"roots/list","params":{"_meta":{"mcp-mqtt-bridge/inputRound":{"size":1}}}})");
+  REQUIRE(a->final);
+  const std::string state = str(a->json()["result"]["requestState"]);
+  CHECK(h.clock.armed() == 1);  // the park timer
+  s.channel->close({CloseReason::Kind::peer_gone, "the server went away"});
+  CHECK(h.clock.armed() == 1);  // the state lives on: the retry must hear what happened
+  auto b = h.call(
+      tool_call("2", "ask_sampling",
+                R"(,"inputResponses":{"roots-1":{"roots":[]}},"requestState":")" + state + "\""));
+  REQUIRE(b->final);
+  CHECK(b->final->error().code == -32000);
+  CHECK(b->final->error().message.find("the MQTT session ended") != std::string::npos);
+  CHECK(h.clock.armed() == 0);
+  h.clock.advance(2min);
+  CHECK(h.gateway->stats().parked == 0);
+}
