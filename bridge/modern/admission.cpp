@@ -3,7 +3,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
-#include "bridge/jsonrpc/json_value.hpp"
+#include "bridge/jsonrpc/json_access.hpp"
 #include "bridge/modern/protocol.hpp"
 
 namespace mcpmqtt::modern {

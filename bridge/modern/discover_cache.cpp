@@ -1,6 +1,6 @@
 #include "bridge/modern/discover_cache.hpp"
 
-#include "bridge/jsonrpc/json_value.hpp"
+#include "bridge/jsonrpc/json_access.hpp"
 #include "bridge/jsonrpc/jsonrpc.hpp"
 #include "bridge/modern/protocol.hpp"
 

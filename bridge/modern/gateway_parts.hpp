@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "bridge/jsonrpc/json_value.hpp"
+#include "bridge/jsonrpc/json_access.hpp"
 #include "bridge/modern/gateway.hpp"
 #include "common/log.hpp"
 #include "common/metrics.hpp"

@@ -1,6 +1,6 @@
 #include <algorithm>
 
-#include "bridge/jsonrpc/json_value.hpp"
+#include "bridge/jsonrpc/json_access.hpp"
 #include "bridge/modern/protocol.hpp"
 
 namespace mcpmqtt::modern {

@@ -1,7 +1,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "bridge/jsonrpc/json_value.hpp"
+#include "bridge/jsonrpc/json_access.hpp"
 #include "bridge/modern/protocol.hpp"
 
 namespace mcpmqtt::modern {

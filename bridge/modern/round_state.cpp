@@ -4,7 +4,7 @@
 
 #include <rapidjson/document.h>
 
-#include "bridge/jsonrpc/json_value.hpp"
+#include "bridge/jsonrpc/json_access.hpp"
 #include "bridge/modern/protocol.hpp"
 
 namespace mcpmqtt::bridge {

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "bridge/jsonrpc/json_value.hpp"
+#include "bridge/jsonrpc/json_access.hpp"
 #include "bridge/jsonrpc/jsonrpc.hpp"
 #include "bridge/modern/protocol.hpp"
 #include "common/log.hpp"
