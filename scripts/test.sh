@@ -159,7 +159,7 @@ no_checks='includes keep the layers|layer check reports seeded'
 phase "build (asan)" build asan scripts/build.sh asan --target unit_tests --target integration_tests
 # The release tier's integration tests are those labelled integration-release: its
 # integration_tests program is built from the files that hold them (tests/CMakeLists.txt).
-phase "build (release)" build release scripts/build.sh release -DMCPMQTT_INTEGRATION_TESTS=release \
+phase "build (release)" build release scripts/build.sh release -DMCPMQTT_INTEGRATION_FILES=release \
   --target unit_tests --target integration_tests --target mcp-mqtt-bridge --target mcp_test_server
 phase "build (tsan)" build tsan scripts/build.sh tsan --target unit_tests
 phase "build (fuzz)" build fuzz scripts/fuzz.sh --build-only
