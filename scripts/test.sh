@@ -41,15 +41,6 @@ export MCPMQTT_REQUIRE_TOOLS=1
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
-# ccache's counters, to show each build's hits (read, never reset: the cache may be shared).
-ccache_counts() {
-  command -v ccache >/dev/null || { echo "0 0 0"; return; }
-  ccache --print-stats 2>/dev/null | awk '
-    $1 == "direct_cache_hit" || $1 == "preprocessed_cache_hit" { hit += $2 }
-    $1 == "cache_miss" { miss = $2 }
-    END { print hit + 0, miss + 0 }'
-}
-
 # CPU seconds (user + system) of the processes this script has waited for, from bash's `times`
 # (its second line: the children's), read in this shell: a subshell would count its own.
 cpu_seconds() {
@@ -99,14 +90,18 @@ check() {
   fi
 }
 
-# build FLAVOUR COMMAND…: one build, and what ccache made of it.
+# build FLAVOUR COMMAND…: one build, and what ccache made of it: its own compiles only, from a
+# stats log of this build (ccache's counters are the whole cache's, which other builds share).
 build() {
-  local flavour=$1 before after rc=0
+  local flavour=$1 rc=0
   shift
-  read -r -a before < <(ccache_counts)
-  "$@" || rc=$?
-  read -r -a after < <(ccache_counts)
-  local hits=$(( after[0] - before[0] )) misses=$(( after[1] - before[1] ))
+  local stats="$PWD/$logs/ccache-$flavour.log"
+  rm -f "$stats"
+  CCACHE_STATSLOG=$stats "$@" || rc=$?
+  local hits misses
+  hits=$(grep -cE '^(direct|preprocessed)_cache_hit$' "$stats" 2>/dev/null || true)
+  misses=$(grep -cx 'cache_miss' "$stats" 2>/dev/null || true)
+  hits=${hits:-0} misses=${misses:-0}
   echo "ccache ($flavour): $hits hits, $misses misses" \
        "($(( (hits + misses) ? 100 * hits / (hits + misses) : 0 ))% hits)" >&2
   return $rc
