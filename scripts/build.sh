@@ -6,6 +6,11 @@
 #   scripts/build.sh tsan       ThreadSanitizer build in build-tsan/
 #   scripts/build.sh release --target mcp-mqtt-bridge
 #                               only that target (and what it needs); other arguments go to cmake
+#
+# Compiles go through ccache when it is installed (MCPMQTT_CCACHE, CONTRIBUTING.md "Builds"): its
+# cache is CCACHE_DIR if set, else ccache's default, ~/.cache/ccache; clones in different folders
+# share it. integration_tests holds every integration test file unless
+# -DMCPMQTT_INTEGRATION_FILES=release is given (the test command's release tier).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,7 +22,7 @@ case "$flavour" in
   tsan)    dir=build-tsan; extra=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DMCPMQTT_SANITIZE=thread) ;;
   *) echo "usage: $0 [release|asan|tsan]" >&2; exit 2 ;;
 esac
-configure=()
+configure=(-DMCPMQTT_INTEGRATION_FILES=all)
 targets=()
 shift || true
 while (( $# )); do

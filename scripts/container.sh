@@ -173,11 +173,23 @@ setup() {
 
 # ---- images and services ------------------------------------------------------------------------
 
+# The machine's ccache directory, lent to the image's build (docker/Dockerfile): the objects the
+# test command's release build made serve the image's compiles. Not part of any layer's key.
+ccache_args=()
+ccache_volume() {
+  command -v ccache >/dev/null || return 0
+  local dir
+  dir=$(ccache --get-config cache_dir 2>/dev/null) || return 0
+  [[ -n $dir ]] || return 0
+  mkdir -p "$dir"
+  ccache_args=(--volume "$dir:/ccache" --build-arg CCACHE_DIR=/ccache)
+}
+
 # podman build, its output in a log that is shown when it fails.
 build_one() {
   local log="$state/build-$1.log"
   shift
-  if ! podman build --pull=never --format docker "$@" >"$log" 2>&1; then
+  if ! podman build --pull=never --format docker "${ccache_args[@]}" "$@" >"$log" 2>&1; then
     tail -n 30 "$log" >&2
     die "podman build $* failed (whole log: $log)"
   fi
@@ -185,6 +197,7 @@ build_one() {
 
 build() {
   setup
+  ccache_volume
   local image context file start stage
   while IFS=$'\t' read -r image context file; do
     start=$SECONDS

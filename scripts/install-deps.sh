@@ -48,8 +48,10 @@ elif [[ $mode == runtime ]]; then
     nodejs npm
   )
 else
+  # ccache: compiles that an earlier build (any clone's, or the image's) made already are not
+  # made again (CONTRIBUTING.md, "Builds").
   packages=(
-    build-essential cmake ninja-build pkg-config
+    build-essential cmake ninja-build pkg-config ccache
     libboost-dev libboost-system-dev libpaho-mqttpp-dev libpaho-mqtt-dev rapidjson-dev
     libspdlog-dev libssl-dev libsystemd-dev libsqlite3-dev catch2
     mosquitto mosquitto-clients ca-certificates

@@ -1,68 +1,206 @@
 #!/usr/bin/env bash
-# README command 2: installs what is missing, builds the release and the ASan+UBSan flavours,
-# and runs every test tier in both. Ends non-zero on any failure. CI runs exactly this.
+# README command 2: installs what is missing, builds every flavour the tiers need and runs the
+# tiers, cheapest evidence first. CI runs exactly this (.ci/run). Ends non-zero on any failure,
+# after a table of the phases' seconds and a last line `N passed, N failed`.
+#
+#   scripts/test.sh                 stops after the first phase that fails (fail fast)
+#   scripts/test.sh --keep-going    runs every phase whatever fails (also MCPMQTT_KEEP_GOING=1)
+#
+# The phases (CONTRIBUTING.md, "The test command", says what each costs and proves):
+#   install, checks (format, layers), builds (ASan+UBSan, release, TSan, fuzz), ASan unit tests,
+#   ASan integration tests (every integration test on the native engine; the engine contract and
+#   the fault suite on Paho), release tests (unit tests, and the integration tests whose evidence
+#   needs optimised code), soak, TSan unit tests, container, fuzz (every committed input replayed,
+#   then 60 s of new inputs).
+# Compiles go through ccache (CONTRIBUTING.md, "Builds"): CCACHE_DIR if set, else ccache's own
+# default (~/.cache/ccache), outside the clone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+keep_going=${MCPMQTT_KEEP_GOING:-0}
+case "${1:-}" in
+  --keep-going) keep_going=1 ;;
+  "") ;;
+  *) echo "usage: $0 [--keep-going]" >&2; exit 2 ;;
+esac
+
 start=$(date +%s)
-# Each phase says when it ends and what it cost, so a slow CI run shows where its time went.
-phase_start=$start
-phase_done() {
-  local now; now=$(date +%s)
-  echo "--- $1: $(( now - phase_start )) s (total $(( now - start )) s)" >&2
-  phase_start=$now
+jobs=${MCPMQTT_TEST_JOBS:-2}
+logs=build-logs
+rm -rf "$logs"
+mkdir -p "$logs"
+passed=0
+failed=0
+status=0
+phases=()
+stopped=""
+
+# Everything the tests need is installed by the first phase: a test that finds a tool or
+# prerequisite missing fails instead of warning and passing (tests/support/prerequisite.hpp).
+export MCPMQTT_REQUIRE_TOOLS=1
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+# CPU seconds (user + system) of the processes this script has waited for, from bash's `times`
+# (its second line: the children's), read in this shell: a subshell would count its own.
+cpu_seconds() {
+  times >"$logs/.times"
+  cpu_now=$(awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/)
+                           printf "%d", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$logs/.times")
 }
 
-scripts/install-deps.sh --test
-phase_done "install"
-# Everything the tests need is installed now: a test that finds a tool or prerequisite missing
-# fails instead of warning and passing (tests/support/prerequisite.hpp).
-export MCPMQTT_REQUIRE_TOOLS=1
+# phase NAME COMMAND…: runs one phase, records its seconds and its result. A phase that fails
+# ends the run (fail fast) unless --keep-going; a phase after that is listed as not run. The CPU
+# seconds beside the wall-clock ones show a machine busy with something else (wall clock well
+# above CPU ÷ cores in a CPU-bound phase such as a build); processes in containers are not
+# counted.
+phase() {
+  local name=$1; shift
+  if [[ -n $stopped ]]; then
+    phases+=("$(printf '%-26s %6s' "$name" "not run")")
+    return 0
+  fi
+  echo "=== $name ===" >&2
+  local t0 c0 rc=0
+  t0=$(date +%s)
+  cpu_seconds
+  c0=$cpu_now
+  "$@" || rc=$?
+  cpu_seconds
+  local secs=$(( $(date +%s) - t0 )) cpu=$(( cpu_now - c0 ))
+  phases+=("$(printf '%-26s %6d s  (CPU %5d s)  %s' "$name" "$secs" "$cpu" \
+              "$([[ $rc == 0 ]] && echo ok || echo "FAILED")")")
+  echo "--- $name: $secs s, CPU $cpu s (total $(( $(date +%s) - start )) s)$([[ $rc == 0 ]] || echo ", FAILED")" >&2
+  if (( rc != 0 )); then
+    status=1
+    (( keep_going )) || stopped=$name
+  fi
+  return 0
+}
 
-status=0
-# A formatting slip fails the run but does not hide what the tests say.
-scripts/check-format.sh || status=1
-phase_done "format"
-for flavour in release asan; do
-  scripts/build.sh "$flavour"
-  phase_done "build ($flavour)"
-  dir=build; [[ $flavour == asan ]] && dir=build-asan
-  echo "=== tests ($flavour) ===" >&2
-  # Integration tests start their own brokers on free ports, so they may run side by side.
-  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir "$dir" --output-on-failure --parallel "${MCPMQTT_TEST_JOBS:-2}" \
-    || status=1
-  for label in unit integration; do
-    n=$(ctest --test-dir "$dir" -N -L "^${label}\$" | sed -n 's/^Total Tests: //p')
-    echo "$flavour: $n $label tests" >&2
-  done
-  phase_done "tests ($flavour)"
-done
+# check NAME COMMAND…: one check that is not a CTest test, counted as one test.
+check() {
+  local name=$1; shift
+  if "$@"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAILED: $name" >&2
+    return 1
+  fi
+}
+
+# build FLAVOUR COMMAND…: one build, and what ccache made of it: its own compiles only, from a
+# stats log of this build (ccache's counters are the whole cache's, which other builds share).
+build() {
+  local flavour=$1 rc=0
+  shift
+  local stats="$PWD/$logs/ccache-$flavour.log"
+  rm -f "$stats"
+  CCACHE_STATSLOG=$stats "$@" || rc=$?
+  local hits misses
+  hits=$(grep -cE '^(direct|preprocessed)_cache_hit$' "$stats" 2>/dev/null || true)
+  misses=$(grep -cx 'cache_miss' "$stats" 2>/dev/null || true)
+  hits=${hits:-0} misses=${misses:-0}
+  echo "ccache ($flavour): $hits hits, $misses misses" \
+       "($(( (hits + misses) ? 100 * hits / (hits + misses) : 0 ))% hits)" >&2
+  return $rc
+}
+
+# tests NAME DIR CTEST-ARGS…: one ctest run; its tests counted from CTest's own summary.
+tests() {
+  local name=$1 dir=$2; shift 2
+  local log="$logs/ctest-$name.log" rc=0
+  ctest --test-dir "$dir" --output-on-failure --parallel "$jobs" "$@" 2>&1 | tee "$log" || rc=$?
+  local line total nfailed
+  line=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -1 || true)
+  if [[ -z $line ]]; then
+    # CTest ended before its summary (no tests, or it could not start): one failure.
+    failed=$((failed + 1))
+    return 1
+  fi
+  total=${line##* }
+  nfailed=$(sed -E 's/.* ([0-9]+) tests? failed.*/\1/' <<<"$line")
+  passed=$((passed + total - nfailed))
+  failed=$((failed + nfailed))
+  echo "$name: $((total - nfailed)) of $total passed" >&2
+  return $rc
+}
+
+# ---- phases, cheapest evidence first -------------------------------------------------------------
+
+install() {
+  scripts/install-deps.sh --test
+  # The pinned Node peers (npm ci into tests/node/node_modules, from npm's cache on a machine
+  # that has installed them before); CTest's fixture then finds them in place.
+  scripts/setup-node.sh >/dev/null
+}
+phase "install" install
+
+checks() {
+  local rc=0
+  check "format" scripts/check-format.sh || rc=1
+  check "layers" scripts/check-layers.sh || rc=1
+  check "layer check on seeded crossings" tests/check-layers-test.sh || rc=1
+  return $rc
+}
+phase "checks (format, layers)" checks
+
+# The layer checks ran above; CTest registers them too, for a developer's `ctest`.
+no_checks='includes keep the layers|layer check reports seeded'
+
+# Every build before any test: a flavour that does not compile fails the run in minutes. Only
+# the targets each tier runs (`all` is the same for the first two).
+phase "build (asan)" build asan scripts/build.sh asan --target unit_tests --target integration_tests
+# The release tier's integration tests are those labelled integration-release: its
+# integration_tests program is built from the files that hold them (tests/CMakeLists.txt).
+phase "build (release)" build release scripts/build.sh release -DMCPMQTT_INTEGRATION_FILES=release \
+  --target unit_tests --target integration_tests --target mcp-mqtt-bridge --target mcp_test_server
+phase "build (tsan)" build tsan scripts/build.sh tsan --target unit_tests
+phase "build (fuzz)" build fuzz scripts/fuzz.sh --build-only
+
+phase "tests (asan unit)" tests asan-unit build-asan -L '^unit$' -E "$no_checks"
+# Integration tests start their own brokers on free ports, so they may run side by side.
+phase "tests (asan integration)" tests asan-integration build-asan -L '^integration'
+phase "tests (release)" tests release build -L '^(unit|integration-release)$' -E "$no_checks"
 
 # The soak's CI variant (README, Reliability): 60 s of mixed traffic through the release build
 # while the broker, children and ingress processes are killed; every request accounted for.
-scripts/soak.sh --seconds 60 || status=1
-phase_done "soak"
+phase "soak" check "soak" scripts/soak.sh --seconds 60
 
 # ThreadSanitizer: the unit tests (the core's code under the loop, the Paho engine's gate and its
 # callback threads, the I/O threads of the test support). The whole integration tier under TSan
-# is a separate command (README, Development): it does not fit CI's time beside the two builds.
-scripts/build.sh tsan --target unit_tests
-phase_done "build (tsan)"
-echo "=== tests (tsan) ===" >&2
-TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-  ctest --test-dir build-tsan --output-on-failure --parallel "${MCPMQTT_TEST_JOBS:-2}" -L '^unit$' \
-    -E 'test names are safe|includes keep the layers|layer check' || status=1
-phase_done "tests (tsan)"
+# is a separate command (CONTRIBUTING.md).
+tsan_tests() {
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+    tests tsan-unit build-tsan -L '^unit$' -E "test names are safe|$no_checks"
+}
+phase "tests (tsan unit)" tsan_tests
 
-# The image for real: podman builds docker/Dockerfile and the broker's image, runs the services
-# of docker/compose.yaml, and an MCP SDK client on the host uses them (tests/deploy/
+# The image for real: podman builds docker/Dockerfile (reusing the base image and the layers of
+# earlier runs on this machine) and the broker's image, runs the services of
+# docker/compose.yaml, and an MCP SDK client on the host uses them (tests/deploy/
 # container.test.mjs). Alone on the machine's cores, after the ctest runs.
-scripts/container.sh test || status=1
-phase_done "container"
+phase "container" check "container tier" scripts/container.sh test
 
-# Every libFuzzer target (clang++, ASan+UBSan), each for MCPMQTT_FUZZ_SECONDS: about 5 minutes.
-scripts/fuzz.sh || status=1
-phase_done "fuzz"
+# Every libFuzzer target: each committed corpus input once, then new inputs for 60 s in all.
+# Deeper fuzzing is scripts/fuzz.sh alone (CONTRIBUTING.md, "Fuzzing").
+fuzz() {
+  local rc=0
+  scripts/fuzz.sh --ci || rc=$?
+  local n_ok n_failed
+  n_ok=$(grep -c ': ok,' build-fuzz/logs/*.summary 2>/dev/null | awk -F: '{ s += $2 } END { print s + 0 }')
+  n_failed=$(grep -c ': FAILED' build-fuzz/logs/*.summary 2>/dev/null | awk -F: '{ s += $2 } END { print s + 0 }')
+  passed=$((passed + n_ok))
+  failed=$((failed + n_failed))
+  (( rc == 0 || n_failed > 0 )) || failed=$((failed + 1))
+  return $rc
+}
+phase "fuzz" fuzz
 
+echo "=== summary ===" >&2
+printf '%s\n' "${phases[@]}" >&2
+[[ -z $stopped ]] || echo "stopped after '$stopped' failed (--keep-going runs every phase)" >&2
 echo "test command finished in $(( $(date +%s) - start )) s with status $status" >&2
+echo "$passed passed, $failed failed"
 exit $status

@@ -563,7 +563,7 @@ TEST_CASE(
     "faults 4: egress children - SIGKILLed mid-request, writing non-JSON, flooding stdout, "
     "never reading stdin, exiting at once - every pending request is answered, memory stays "
     "bounded, no zombies, nothing leaks",
-    "[faults]") {
+    "[faults][rss]") {
   Mosquitto broker;
   BridgeProcess egress(
       {}, egress_config(broker.url(),
@@ -688,7 +688,7 @@ TEST_CASE(
     "faults 5: HTTP clients - one killed mid-stream, an SSE reader that stops reading, 1,000 "
     "sessions opened and abandoned - memory stays bounded, the MQTT side hears disconnected, "
     "nothing leaks",
-    "[faults]") {
+    "[faults][rss]") {
   Mosquitto broker;
   Bridge bridge(broker, "{" + test_server() + "}", kServer,
                 R"("egress": {"max_sessions_per_server": 1024}, )",

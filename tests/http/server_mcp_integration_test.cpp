@@ -572,7 +572,7 @@ TEST_CASE("http: a reader too far behind loses its stream but can resume it",
 TEST_CASE(
     "http: an SSE reader too far behind in bytes (http.limits.stream_queue_bytes) loses its "
     "stream with a logged reason, and memory stays flat however much the server sends",
-    "[http][integration][limits]") {
+    "[http][integration][limits][rss]") {
   TestServer ts(config_with([](auto& c) {
     c.limits.stream_queue_messages = 1000000;  // only the bytes can be reached
     c.limits.stream_queue_bytes = 1 << 20;
