@@ -142,7 +142,8 @@ void dispatch_mcp(Request& req, const Route& route,
   }
   answer_id = reply_id(*body);
   if (modern_on) {
-    // digest §1: the body's claim decides the era, whatever Mcp-Session-Id says.
+    // basic/versioning §Compatibility Matrix: the body's claim decides the era, whatever
+    // Mcp-Session-Id says.
     auto era = modern::classify_post(*body, version_header);
     if (era.era == modern::PostEra::refused) {
       const auto id =

@@ -140,7 +140,8 @@ void EraRouter::on_message(jsonrpc::Message m) {
     return;
   }
   if (m.is_request()) {
-    // The v2 client's probe (digest §10): answered, the connection stays undecided.
+    // The v2 client's probe (basic/versioning §Compatibility Matrix): answered, the connection
+    // stays undecided.
     if (m.method() != "server/discover") {
       era_ = Era::modern;
       logger()->debug("{} the client opened with a {} request: serving MCP {} (no session)",

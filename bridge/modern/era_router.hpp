@@ -1,6 +1,6 @@
 // Picks the protocol era of a connection whose client speaks one era for its lifetime (the
 // bridge's own stdio, `mcp-mqtt-bridge stdio`), message by message, as the v2 SDK's serveStdio
-// does (digest §1 and §10; basic/versioning §Compatibility Matrix: "an initialize request
+// does (basic/versioning §Compatibility Matrix: "an initialize request
 // selects legacy semantics, scoped to the stdio process"):
 //   - before anything pins it: a modern `server/discover` (the v2 client's probe) is answered
 //     without pinning — the probe copy of the bridge exits at EOF, and a following initialize may

@@ -3,8 +3,8 @@
 // client) that speaks 2025 to the MQTT side — which stays a session (004 §Initialization) — and
 // 2026-07-28 to the server once the server is found to be modern.
 //
-// Negotiation, at the MQTT client's initialize (/work/notes digest §5, §10; stdio §Backward
-// Compatibility):
+// Negotiation, at the MQTT client's initialize (basic/versioning §Compatibility Matrix; stdio
+// §Backward Compatibility):
 // - server/discover first, with the envelope made from the initialize (its capabilities and
 //   clientInfo), on `Options::probe_channel` when given (stdio: a short-lived copy of the child,
 //   so a 2025-only server that chokes on a request before initialize does not take the session's

@@ -54,7 +54,8 @@ struct Fixture {
 }  // namespace
 
 TEST_CASE(
-    "era router digest §10: the server/discover probe is answered without pinning, then "
+    "era router basic/versioning §Compatibility Matrix: the server/discover probe is answered "
+    "without pinning, then "
     "initialize pins the connection to MCP 2025",
     "[era-router][stdio]") {
   Fixture f;

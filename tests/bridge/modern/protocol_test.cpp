@@ -404,7 +404,7 @@ const std::string kModernMeta =
 
 TEST_CASE(
     "modern ingress: admission runs envelope, present-header mismatch, version, required "
-    "headers, method — in that order (digest §1, conformance server-stateless)",
+    "headers, method — in that order (basic/versioning, conformance server-stateless)",
     "[modern][ingress][basic/index][streamable-http]") {
   const Headers good{"2026-07-28", "server/discover", std::nullopt};
   // 1. the envelope: -32602 / 400 before anything else, even with every header wrong.
