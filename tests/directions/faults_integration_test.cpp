@@ -23,7 +23,9 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
+#include <vector>
 
 #include <catch2/catch.hpp>
 #include <signal.h>
@@ -789,19 +791,30 @@ TEST_CASE(
       return n;
     };
     const auto rss0 = rss_kib(pid);
-    open_and_abandon();
-    CHECK(eventually([&] { return trims() >= 1; }, 10s));
-    const auto rss1 = rss_kib(pid);
+    // RSS after each round of 1,000 sessions.
+    std::vector<std::size_t> rss;
+    auto round = [&] {
+      open_and_abandon();
+      CHECK(eventually([&] { return trims() >= rss.size() + 1; }, 10s));
+      rss.push_back(rss_kib(pid));
+    };
+    round();
     // A second round reuses what the first freed: nothing accumulates per session (a leak of
     // even 4 KiB per session would show as 4 MiB between the rounds).
-    open_and_abandon();
-    CHECK(eventually([&] { return trims() >= 2; }, 10s));
-    const auto rss2 = rss_kib(pid);
-    INFO("RSS " << rss0 << " KiB before, " << rss1 << " KiB after 1,000 sessions, " << rss2
-                << " KiB after 1,000 more");
+    round();
+    // The Paho engine allocates on its own threads, from glibc arenas of their own, and one
+    // round does not always take them to their high-water mark: measured, RSS stood at
+    // 25-33 MiB after the first round and at 32-33 MiB after each of the next five. A leak
+    // grows every round, so when the second round grew, a third must not.
+    if (kRssMeaningful && rss[1] >= rss[0] + 4 * 1024) round();
+    std::ostringstream rounds;
+    for (const auto kib : rss)
+      rounds << " " << kib;
+    INFO("RSS " << rss0
+                << " KiB before, then after each round of 1,000 sessions (KiB):" << rounds.str());
     if (kRssMeaningful) {
-      CHECK(rss1 < rss0 + 24 * 1024);
-      CHECK(rss2 < rss1 + 4 * 1024);
+      CHECK(rss[0] < rss0 + 24 * 1024);
+      CHECK(rss.back() < rss[rss.size() - 2] + 4 * 1024);
     }
   }
   back_to(baseline, pid, broker.port(), 30s);
