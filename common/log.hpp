@@ -16,6 +16,28 @@ namespace mcpmqtt::log {
 // The logger of a component, created on first use with the current level.
 std::shared_ptr<spdlog::logger> get(const std::string& component);
 
+// The components' loggers, looked up once.
+inline const std::shared_ptr<spdlog::logger>& bridge() {
+  static const auto l = get("bridge");
+  return l;
+}
+inline const std::shared_ptr<spdlog::logger>& mqtt() {
+  static const auto l = get("mqtt");
+  return l;
+}
+inline const std::shared_ptr<spdlog::logger>& http() {
+  static const auto l = get("http");
+  return l;
+}
+inline const std::shared_ptr<spdlog::logger>& stdio() {
+  static const auto l = get("stdio");
+  return l;
+}
+inline const std::shared_ptr<spdlog::logger>& daemon() {
+  static const auto l = get("daemon");
+  return l;
+}
+
 // Sets the level of every logger, existing and future. Returns false for an unknown level name.
 bool set_level(const std::string& level);
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <limits>
 #include <set>
@@ -12,6 +11,7 @@
 #include <rapidjson/error/en.h>
 
 #include "bridge/protocol/topics.hpp"
+#include "common/errno_text.hpp"
 #include "config/object_reader.hpp"
 #include "config/sections.hpp"
 #include "config/validation.hpp"
@@ -127,8 +127,7 @@ std::vector<std::string> key_paths() {
 LoadResult load_file(const std::string& path, GetEnv getenv_fn) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return LoadResult{std::nullopt,
-                      {{"", "cannot read the file: " + std::string(std::strerror(errno))}}};
+    return LoadResult{std::nullopt, {{"", "cannot read the file: " + errno_text(errno)}}};
   }
   std::ostringstream ss;
   ss << in.rdbuf();

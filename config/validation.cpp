@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "bridge/protocol/topics.hpp"
+#include "common/errno_text.hpp"
 #include "config/sections.hpp"
 
 namespace mcpmqtt::config::detail {
@@ -16,7 +17,7 @@ namespace {
 bool read_secret_file(const std::string& path, std::string& out, std::string& why) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    why = "cannot read " + path + ": " + std::strerror(errno);
+    why = "cannot read " + path + ": " + errno_text(errno);
     return false;
   }
   std::ostringstream ss;

@@ -24,13 +24,6 @@ using directions::Ingress;
 using directions::make_server_id;
 using directions::UpstreamFactory;
 
-namespace {
-auto logger() {
-  static auto l = log::get("daemon");
-  return l;
-}
-}  // namespace
-
 Daemon::Daemon(config::Config cfg, ConfigSource reload_source)
     : cfg_(std::move(cfg)),
       strand_(boost::asio::make_strand(ioc_)),
@@ -127,7 +120,7 @@ int Daemon::run() {
 }
 
 bool Daemon::start() {
-  logger()->info("mcp-mqtt-bridge " MCPMQTT_VERSION " starting: {}", cfg_.summary());
+  log::daemon()->info("mcp-mqtt-bridge " MCPMQTT_VERSION " starting: {}", cfg_.summary());
   if (cfg_.http.enabled) {
     presence_ = directions::Presence::create(boost::asio::make_strand(ioc_), cfg_.mqtt,
                                              cfg_.ingress.server_name_filters,
@@ -151,7 +144,7 @@ bool Daemon::start() {
       mo.metrics_direction = "http_ingress";
       auto made = directions::ModernIngress::create(boost::asio::make_strand(ioc_), mo, ingress_);
       if (!made) {
-        logger()->error("HTTP ingress: {}", made.error());
+        log::daemon()->error("HTTP ingress: {}", made.error());
         return false;
       }
       modern_ = std::move(*made);
@@ -160,7 +153,7 @@ bool Daemon::start() {
       auto made = directions::WebhookService::create(boost::asio::make_strand(ioc_),
                                                      cfg_.events.webhooks, ingress_);
       if (!made) {
-        logger()->error("webhooks: {}", made.error());
+        log::daemon()->error("webhooks: {}", made.error());
         return false;
       }
       webhooks_ = std::move(*made);
@@ -186,14 +179,14 @@ bool Daemon::start() {
         std::make_unique<directions::HttpIngress>(ioc_, cfg_, ingress_, modern_, std::move(hooks));
     auto base = http_->start();
     if (!base) {
-      logger()->error("HTTP ingress: {}", base.error());
+      log::daemon()->error("HTTP ingress: {}", base.error());
       return false;
     }
     http_bound_ = true;
-    logger()->info("HTTP ingress on {}: {}/servers/{{server-name}}/mcp{}", *base, *base,
-                   cfg_.ingress.default_server.empty()
-                       ? std::string()
-                       : ", and " + *base + "/mcp for " + cfg_.ingress.default_server);
+    log::daemon()->info("HTTP ingress on {}: {}/servers/{{server-name}}/mcp{}", *base, *base,
+                        cfg_.ingress.default_server.empty()
+                            ? std::string()
+                            : ", and " + *base + "/mcp for " + cfg_.ingress.default_server);
   }
   for (const auto& entry : cfg_.servers)
     start_server(entry);
@@ -219,7 +212,7 @@ void Daemon::start_server(const config::ServerEntry& entry) {
   } else {
     auto made = http_upstream(entry, cfg_.timeouts, o.tool_headers);
     if (!made) {
-      logger()->error("[server {}] cannot be published: {}", entry.name, made.error());
+      log::daemon()->error("[server {}] cannot be published: {}", entry.name, made.error());
       unpublished_[entry.name] = made.error();
       return;
     }
@@ -241,21 +234,21 @@ void Daemon::start_server(const config::ServerEntry& entry) {
 }
 
 void Daemon::retire_server(std::shared_ptr<ExposedServer> server, const std::string& why) {
-  logger()->info("[server {}] going offline: {}", server->server_name(), why);
+  log::daemon()->info("[server {}] going offline: {}", server->server_name(), why);
   ++retiring_;
   const auto grace = std::chrono::milliseconds(cfg_.daemon.shutdown_grace_ms);
   // Its sessions get `disconnected`, its children are terminated, its presence is cleared.
   server->stop(grace, [this, server] {
     boost::asio::post(strand_, [this, server] {
       --retiring_;
-      logger()->info("[server {}] offline", server->server_name());
+      log::daemon()->info("[server {}] offline", server->server_name());
     });
   });
 }
 
 void Daemon::reload() {
   if (!reload_source_) {
-    logger()->warn(
+    log::daemon()->warn(
         "SIGHUP: the configuration came from the command line only; there is nothing to reload "
         "from");
     return;
@@ -263,7 +256,7 @@ void Daemon::reload() {
   notifier_->reloading("reloading the configuration");
   auto loaded = reload_source_();
   if (!loaded.ok()) {
-    logger()->error(
+    log::daemon()->error(
         "SIGHUP: the new configuration is rejected and the running one stays in effect:\n{}",
         config::format_problems(loaded.problems, "the configuration"));
     notifier_->ready("reload rejected: the configuration has problems (see the log)");
@@ -287,8 +280,8 @@ void Daemon::reload() {
     std::string keys;
     for (const auto& k : need_restart)
       keys += (keys.empty() ? "" : ", ") + k;
-    logger()->warn("SIGHUP: changes to {} take effect only after a restart; kept as they were",
-                   keys);
+    log::daemon()->warn("SIGHUP: changes to {} take effect only after a restart; kept as they were",
+                        keys);
   }
   // Egress limits and timeouts apply to servers started from now on.
   const bool egress_changed = !(next.egress == cfg_.egress) || !(next.timeouts == cfg_.timeouts);
@@ -329,7 +322,8 @@ void Daemon::reload() {
   std::string summary;
   for (const auto& c : changes)
     summary += (summary.empty() ? "" : "; ") + c;
-  logger()->info("SIGHUP: configuration reloaded: {}", summary.empty() ? "no change" : summary);
+  log::daemon()->info("SIGHUP: configuration reloaded: {}",
+                      summary.empty() ? "no change" : summary);
   notifier_->ready("configuration reloaded");
 }
 
@@ -347,17 +341,17 @@ void Daemon::watch_readiness() {
   ready_flag_ = now;
   if (now && !announced_ready_) {
     announced_ready_ = true;
-    logger()->info("ready: {}", cfg_.http.enabled ? "HTTP listener bound, broker connected"
-                                                  : "broker connected");
+    log::daemon()->info("ready: {}", cfg_.http.enabled ? "HTTP listener bound, broker connected"
+                                                       : "broker connected");
     notifier_->ready("ready");
   } else if (now != last_ready_ || (!now && why != before)) {
     // systemd's status line says what /readyz says. The log says it when readiness is lost;
     // while not ready, each connection logs its own attempts (once per backoff step).
     if (now) {
-      logger()->info("readiness: ready again");
+      log::daemon()->info("readiness: ready again");
       notifier_->status("ready");
     } else {
-      if (last_ready_) logger()->warn("readiness: not ready: {}", why);
+      if (last_ready_) log::daemon()->warn("readiness: not ready: {}", why);
       notifier_->status("not ready: " + why);
     }
   }
@@ -385,7 +379,7 @@ void Daemon::watch_memory() {
     sessions += s->session_count();
   if (trim_policy_.observe(sessions)) {
     const auto r = trim_heap();
-    logger()->info(
+    log::daemon()->info(
         "sessions fell to {} from their peak: the heap's free memory went back to the system "
         "(RSS {} KiB -> {} KiB)",
         sessions, r.rss_before_kib, r.rss_after_kib);
@@ -402,14 +396,14 @@ void Daemon::on_signal(int signo) {
   });
   if (signo == SIGHUP) {
     if (stopping_) {
-      logger()->info("SIGHUP while stopping: ignored");
+      log::daemon()->info("SIGHUP while stopping: ignored");
       return;
     }
     reload();
     return;
   }
   if (stopping_) {
-    logger()->warn("{} again: stopping now", signo == SIGINT ? "SIGINT" : "SIGTERM");
+    log::daemon()->warn("{} again: stopping now", signo == SIGINT ? "SIGINT" : "SIGTERM");
     children_->shutdown_all("the bridge is stopping");
     forced_ = true;
     finish_stop();
@@ -425,12 +419,12 @@ void Daemon::begin_stop(const std::string& why) {
   memory_timer_.cancel();
   notifier_->stopping("stopping (" + why + ")");
   const auto grace = std::chrono::milliseconds(cfg_.daemon.shutdown_grace_ms);
-  logger()->info("stopping ({}); grace period {} ms", why, grace.count());
+  log::daemon()->info("stopping ({}); grace period {} ms", why, grace.count());
   grace_timer_.expires_after(grace);
   grace_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || finished_) return;
-    logger()->warn("the grace period is over: {} child process(es) still running are killed",
-                   children_->alive());
+    log::daemon()->warn("the grace period is over: {} child process(es) still running are killed",
+                        children_->alive());
     children_->shutdown_all("the bridge is stopping");
     finish_stop();
   });
@@ -483,7 +477,7 @@ void Daemon::finish_stop() {
   watchdog_timer_.cancel();
   memory_timer_.cancel();
   signals_.cancel();
-  logger()->info("stopped");
+  log::daemon()->info("stopped");
   ioc_.stop();
 }
 

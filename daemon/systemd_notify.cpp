@@ -11,6 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "common/errno_text.hpp"
 #include "common/log.hpp"
 
 namespace mcpmqtt::daemon {
@@ -181,7 +182,7 @@ bool SystemdNotifier::notify(std::string_view message) {
     fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd_ < 0) {
       warn_once(std::string("cannot create a socket for systemd notifications: ") +
-                std::strerror(errno));
+                errno_text(errno));
       return false;
     }
     // A manager that does not read its socket must not stall the event loop for long: a full
@@ -209,7 +210,7 @@ bool SystemdNotifier::notify(std::string_view message) {
   if (sent < 0) {
     const std::string where = (address_->abstract ? "@" : "") + address_->name;
     warn_once("cannot send a notification to systemd at NOTIFY_SOCKET=" + where + ": " +
-              std::strerror(errno));
+              errno_text(errno));
     return false;
   }
   return true;
@@ -218,7 +219,7 @@ bool SystemdNotifier::notify(std::string_view message) {
 void SystemdNotifier::warn_once(const std::string& what) {
   if (warned_) return;
   warned_ = true;
-  log::get("daemon")->warn("{} (further systemd notification errors are not logged)", what);
+  log::daemon()->warn("{} (further systemd notification errors are not logged)", what);
 }
 
 }  // namespace mcpmqtt::daemon

@@ -17,11 +17,6 @@ namespace mcpmqtt::directions {
 
 namespace {
 
-auto logger() {
-  static auto l = log::get("bridge");
-  return l;
-}
-
 // A channel that only answers: used when a session's upstream cannot be started, so that the
 // client's initialize still gets an error through the usual path.
 class RefusedUpstream : public bridge::Channel {
@@ -227,7 +222,7 @@ void ExposedServer::on_initialize(const std::shared_ptr<mqtt::ClientLink>& link,
   if (made) {
     upstream = std::move(*made);
   } else {
-    logger()->warn("{} cannot serve the session: {}", prefix, made.error());
+    log::bridge()->warn("{} cannot serve the session: {}", prefix, made.error());
     upstream = std::make_shared<RefusedUpstream>(made.error());
   }
   (void)init;  // the link delivers it again as its first message, to the splice
@@ -268,7 +263,7 @@ void ExposedServer::on_initialize(const std::shared_ptr<mqtt::ClientLink>& link,
   };
   s.splice = bridge::Splice::create(link, upstream, *s.scheduler, so, std::move(hooks));
   auto splice = s.splice;
-  logger()->info("{} session started ({})", prefix, upstream->describe());
+  log::bridge()->info("{} session started ({})", prefix, upstream->describe());
   boost::asio::post(strand_, [self = shared_from_this(), cid, s = std::move(s)]() mutable {
     self->add_session(cid, std::move(s));
   });

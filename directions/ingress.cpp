@@ -21,11 +21,6 @@ namespace mcpmqtt::directions {
 
 namespace {
 
-auto logger() {
-  static auto l = log::get("bridge");
-  return l;
-}
-
 std::string join(const std::vector<std::string>& v) {
   std::string out;
   for (const auto& s : v)
@@ -248,7 +243,7 @@ struct Ingress::IngressSession : std::enable_shared_from_this<IngressSession> {
                             why.kind == bridge::CloseReason::Kind::shutdown;
       return self->hub.close(graceful, why.detail);
     };
-    logger()->info("{} new session for {}", upstream->describe(), downstream->describe());
+    log::bridge()->info("{} new session for {}", upstream->describe(), downstream->describe());
     splice = bridge::Splice::create(downstream, upstream, *scheduler, so, std::move(hooks));
     splice->start();
   }
@@ -260,19 +255,20 @@ struct Ingress::IngressSession : std::enable_shared_from_this<IngressSession> {
       splice->send_to(bridge::Splice::Side::client, std::move(m));
     std::weak_ptr<IngressSession> weak = weak_from_this();
     for (auto& uri : actions.subscribe) {
-      splice->request_to_server(
-          "resources/subscribe", "{\"uri\":" + jsonrpc::quote(uri) + "}",
-          [weak, uri](const jsonrpc::Message& response) {
-            auto self = weak.lock();
-            if (!self) return;
-            std::optional<std::string> error;
-            if (response.kind() == jsonrpc::Kind::error) {
-              error = response.error().message;
-              logger()->info("{} the server refused resources/subscribe of {}: {}",
-                             self->splice ? self->splice->prefix() : std::string(), uri, *error);
-            }
-            self->apply(self->hub.subscribed(uri, error));
-          });
+      splice->request_to_server("resources/subscribe", "{\"uri\":" + jsonrpc::quote(uri) + "}",
+                                [weak, uri](const jsonrpc::Message& response) {
+                                  auto self = weak.lock();
+                                  if (!self) return;
+                                  std::optional<std::string> error;
+                                  if (response.kind() == jsonrpc::Kind::error) {
+                                    error = response.error().message;
+                                    log::bridge()->info(
+                                        "{} the server refused resources/subscribe of {}: {}",
+                                        self->splice ? self->splice->prefix() : std::string(), uri,
+                                        *error);
+                                  }
+                                  self->apply(self->hub.subscribed(uri, error));
+                                });
     }
     for (auto& uri : actions.unsubscribe) {
       splice->request_to_server("resources/unsubscribe", "{\"uri\":" + jsonrpc::quote(uri) + "}",
@@ -280,7 +276,7 @@ struct Ingress::IngressSession : std::enable_shared_from_this<IngressSession> {
                                   auto self = weak.lock();
                                   if (self && response.kind() == jsonrpc::Kind::error &&
                                       self->splice && !self->splice->closed())
-                                    logger()->info(
+                                    log::bridge()->info(
                                         "{} the server refused resources/unsubscribe of {}: {}",
                                         self->splice->prefix(), uri, response.error().message);
                                 });
@@ -289,7 +285,7 @@ struct Ingress::IngressSession : std::enable_shared_from_this<IngressSession> {
 
   void refuse(const std::string& why) {
     if (ended) return;
-    logger()->warn("{} initialize refused: {}", downstream->describe(), why);
+    log::bridge()->warn("{} initialize refused: {}", downstream->describe(), why);
     if (init_id)
       downstream->send(jsonrpc::Message::error(*init_id, jsonrpc::code::connection_closed, why));
     const bridge::CloseReason reason{bridge::CloseReason::Kind::peer_gone, why};

@@ -27,7 +27,7 @@ constexpr std::uint64_t kOrigin = 1;
 }  // namespace
 
 int run_stdio_ingress(config::Config cfg, const std::string& server_name) {
-  auto logger = log::get("daemon");
+  auto logger = log::daemon();
   ::signal(SIGPIPE, SIG_IGN);
   boost::asio::io_context ioc;
   auto work = boost::asio::make_work_guard(ioc);

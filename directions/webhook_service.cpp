@@ -21,11 +21,6 @@ namespace net = boost::asio;
 
 namespace {
 
-auto logger() {
-  static auto l = log::get("bridge");
-  return l;
-}
-
 constexpr auto kReopenDelay = std::chrono::seconds(2);
 constexpr auto kGaugeInterval = std::chrono::seconds(1);
 
@@ -343,13 +338,13 @@ void WebhookService::on_upstream_message(const std::string& server, jsonrpc::Mes
   if (u.init_id && m.id() == *u.init_id) {
     u.init_id.reset();
     if (m.kind() != jsonrpc::Kind::result) {
-      logger()->warn("[webhooks {}] initialize refused: {}", server, m.error().message);
+      log::bridge()->warn("[webhooks {}] initialize refused: {}", server, m.error().message);
       hang_up(u, {bridge::CloseReason::Kind::normal, "initialize refused: " + m.error().message});
       return;
     }
     u.channel->deliver(jsonrpc::Message::notification("notifications/initialized"));
     u.ready = true;
-    logger()->info("[webhooks {}] holding {} event subscriptions", server, u.want.size());
+    log::bridge()->info("[webhooks {}] holding {} event subscriptions", server, u.want.size());
     sync(u);
     list_templates(u);
     return;
@@ -366,11 +361,11 @@ void WebhookService::on_upstream_message(const std::string& server, jsonrpc::Mes
     }
   }
   if (m.kind() == jsonrpc::Kind::error) {
-    logger()->warn("[webhooks {}] the server refused a subscription change{}: {}", server,
-                   uri.empty() ? "" : " (" + uri + ")", m.error().message);
+    log::bridge()->warn("[webhooks {}] the server refused a subscription change{}: {}", server,
+                        uri.empty() ? "" : " (" + uri + ")", m.error().message);
     if (!uri.empty()) u.have.erase(uri);
   } else if (!uri.empty()) {
-    logger()->info("[webhooks {}] subscribed {}", server, uri);
+    log::bridge()->info("[webhooks {}] subscribed {}", server, uri);
   }
 }
 
@@ -397,8 +392,8 @@ void WebhookService::on_upstream_closed(const std::string& server, std::uint64_t
     upstreams_.erase(it);
     return;
   }
-  logger()->info("[webhooks {}] the session ended ({}); opening another in {} s", server,
-                 why.detail, kReopenDelay.count());
+  log::bridge()->info("[webhooks {}] the session ended ({}); opening another in {} s", server,
+                      why.detail, kReopenDelay.count());
   u.retry = std::make_unique<net::steady_timer>(strand_, kReopenDelay);
   std::weak_ptr<WebhookService> weak = weak_from_this();
   u.retry->async_wait([weak, server](const boost::system::error_code& ec) {
@@ -478,8 +473,8 @@ void WebhookService::on_templates(Upstream& u, const jsonrpc::Message& m) {
     }
   }
   if (!u.templates.empty())
-    logger()->info("[webhooks {}] {} event templates name their webhook type", u.server,
-                   u.templates.size());
+    log::bridge()->info("[webhooks {}] {} event templates name their webhook type", u.server,
+                        u.templates.size());
   webhooks_->set_event_types(u.server, std::move(u.templates));
   u.templates.clear();
 }

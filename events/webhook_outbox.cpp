@@ -12,11 +12,6 @@ namespace mcpmqtt::bridge {
 
 namespace {
 
-auto logger() {
-  static auto l = log::get("bridge");
-  return l;
-}
-
 metrics::Counter& delivery_counter(const char* outcome) {
   return metrics::registry().counter(
       "mcpmqtt_webhook_deliveries_total",
@@ -123,7 +118,7 @@ void WebhookOutbox::add(const std::vector<const WebhookRegistration*>& hit, std:
         outbox_bytes_ + size + 256 > options_.max_outbox_bytes) {
       meters().dead_letter.inc();
       meters().dead_letters.inc();
-      logger()->warn(
+      log::bridge()->warn(
           "[webhooks] outbox full ({} events, {} bytes; events.webhooks.max_outbox): an event "
           "of {} for {}{} is dropped",
           items_.size(), outbox_bytes_, std::string(uri), kSubscriptionScheme, r->id);
@@ -138,7 +133,7 @@ void WebhookOutbox::add(const std::vector<const WebhookRegistration*>& hit, std:
     item.body = body_for(*r);
     auto seq = store_.insert_event(item.msg_id, item.registration, item.body, now_ms);
     if (!seq) {
-      logger()->error("[webhooks] SQLite cannot write the outbox: {}", seq.error());
+      log::bridge()->error("[webhooks] SQLite cannot write the outbox: {}", seq.error());
       continue;
     }
     item.seq = *seq;
@@ -244,9 +239,9 @@ void WebhookOutbox::on_outcome(std::int64_t seq, std::uint64_t generation,
     finish_item(seq);
   } else if (s == 410) {
     // Standard Webhooks: 410 Gone means the endpoint is gone for good.
-    logger()->info("[webhooks] {} answered 410 Gone: {}{} is deregistered",
-                   r != registrations_.end() ? r->second.shown_target() : std::string("?"),
-                   kSubscriptionScheme, item.registration);
+    log::bridge()->info("[webhooks] {} answered 410 Gone: {}{} is deregistered",
+                        r != registrations_.end() ? r->second.shown_target() : std::string("?"),
+                        kSubscriptionScheme, item.registration);
     meters().gone.inc();
     const std::string id = item.registration;
     outbox_bytes_ -= item.body.size();
@@ -264,14 +259,14 @@ void WebhookOutbox::on_outcome(std::int64_t seq, std::uint64_t generation,
         std::chrono::duration_cast<std::chrono::milliseconds>(options_.retry_window).count();
     if (wall_ms() + delay.count() > deadline) {
       if (r != registrations_.end()) set_status(r->second, "failed (" + why + "), dead-lettered");
-      logger()->warn("[webhooks] {} for {}{} dead-lettered after {} attempts: {}", item.msg_id,
-                     kSubscriptionScheme, item.registration, item.attempts, why);
+      log::bridge()->warn("[webhooks] {} for {}{} dead-lettered after {} attempts: {}", item.msg_id,
+                          kSubscriptionScheme, item.registration, item.attempts, why);
       finish_item(seq, why);
     } else {
       if (r != registrations_.end()) set_status(r->second, "failed (" + why + "), retrying");
-      logger()->debug("[webhooks] {} to {}: {}; retry {} in {} ms", item.msg_id,
-                      r != registrations_.end() ? r->second.shown_target() : std::string("?"), why,
-                      item.attempts, delay.count());
+      log::bridge()->debug("[webhooks] {} to {}: {}; retry {} in {} ms", item.msg_id,
+                           r != registrations_.end() ? r->second.shown_target() : std::string("?"),
+                           why, item.attempts, delay.count());
       meters().retries.inc();
       item.timer = scheduler_.schedule(delay, [this, seq] {
         auto i = items_.find(seq);

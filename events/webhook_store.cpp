@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 
 #include <fcntl.h>
 #include <rapidjson/document.h>
@@ -12,17 +11,13 @@
 #include <unistd.h>
 
 #include "bridge/jsonrpc/jsonrpc.hpp"
+#include "common/errno_text.hpp"
 #include "common/log.hpp"
 #include "events/webhook_signing.hpp"
 
 namespace mcpmqtt::bridge {
 
 namespace {
-
-auto logger() {
-  static auto l = log::get("bridge");
-  return l;
-}
 
 std::vector<std::string> parse_uris(const std::string& json) {
   std::vector<std::string> out;
@@ -86,8 +81,7 @@ Expected<std::unique_ptr<WebhookStore>, std::string> WebhookStore::open(const st
   // The file holds the webhook secrets: only the daemon's user may read it.
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0)
-    return unexpected("events.webhooks.database: cannot open " + path + ": " +
-                      std::strerror(errno));
+    return unexpected("events.webhooks.database: cannot open " + path + ": " + errno_text(errno));
   ::fchmod(fd, 0600);
   ::close(fd);
   sqlite3*& db = store->db_;
@@ -129,7 +123,7 @@ WebhookStore::~WebhookStore() {
 bool WebhookStore::exec(const char* sql) {
   char* err = nullptr;
   if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) == SQLITE_OK) return true;
-  logger()->error("[webhooks] SQLite: {} ({})", err ? err : "?", sql);
+  log::bridge()->error("[webhooks] SQLite: {} ({})", err ? err : "?", sql);
   sqlite3_free(err);
   return false;
 }

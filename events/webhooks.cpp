@@ -16,11 +16,6 @@ namespace mcpmqtt::bridge {
 
 namespace {
 
-auto logger() {
-  static auto l = log::get("bridge");
-  return l;
-}
-
 constexpr std::string_view kEventScheme = "event://";
 
 using jsonrpc::member;
@@ -70,8 +65,8 @@ Expected<std::unique_ptr<Webhooks>, std::string> Webhooks::open(Options options,
   }
   w->outbox_.load(w->store_->load_outbox());
   if (!w->registrations_.empty() || w->outbox_.size() != 0)
-    logger()->info("[webhooks] {} registrations, {} events waiting in {}", w->registrations_.size(),
-                   w->outbox_.size(), w->options_.database);
+    log::bridge()->info("[webhooks] {} registrations, {} events waiting in {}",
+                        w->registrations_.size(), w->outbox_.size(), w->options_.database);
   w->outbox_.pump();
   return w;
 }
@@ -144,8 +139,8 @@ Expected<std::string, jsonrpc::Error> Webhooks::register_subscription(
       R"(,"eventUris":)" + webhook_uris_json(r.uris) + R"(,"targetUri":)" +
       jsonrpc::quote(r.target) + R"(,"webhookSecret":{"type":"standard","key":)" +
       jsonrpc::quote(r.secret) + "}}}";
-  logger()->info("[webhooks] registered {}{} for {} on {} → {}", kSubscriptionScheme, r.id,
-                 webhook_uris_json(r.uris), server_name, r.shown_target());
+  log::bridge()->info("[webhooks] registered {}{} for {} on {} → {}", kSubscriptionScheme, r.id,
+                      webhook_uris_json(r.uris), server_name, r.shown_target());
   const std::string server = r.server;
   registrations_[r.id] = std::move(r);
   interest_changed(server);
@@ -169,7 +164,7 @@ Expected<std::string, jsonrpc::Error> Webhooks::deregister(const std::string& pr
   if (it == registrations_.end() || it->second.principal != principal ||
       it->second.server != server_name)
     return unexpected(invalid("no webhook subscription " + std::string(u) + " of yours"));
-  logger()->info("[webhooks] deregistered {}", u);
+  log::bridge()->info("[webhooks] deregistered {}", u);
   remove_registration(id);
   return std::string("{}");
 }

@@ -45,7 +45,7 @@ bool blank(std::string_view s) {
 ClientChannelImpl::ClientChannelImpl(net::any_io_executor executor, UpstreamSpec spec)
     : executor_(std::move(executor)),
       spec_(std::move(spec)),
-      log_(log::get("http")),
+      log_(log::http()),
       queue_(spec_.max_concurrent_requests, spec_.max_concurrent_short),
       pool_(spec_.idle_keepalive, spec_.max_idle_connections) {
   label_ = "[upstream " + spec_.name + " " + spec_.url.display() + "]";

@@ -2,7 +2,6 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
@@ -10,6 +9,7 @@
 
 #include <openssl/ssl.h>
 
+#include "common/errno_text.hpp"
 #include "http/client_request.hpp"
 
 namespace mcpmqtt::http {
@@ -59,7 +59,7 @@ std::shared_ptr<net::ssl::context> tls_context(const UpstreamSpec& spec, std::st
     if (!spec.ca_file.empty()) {
       std::FILE* f = std::fopen(spec.ca_file.c_str(), "r");
       if (!f) {
-        error = "cannot read the CA file \"" + spec.ca_file + "\": " + std::strerror(errno);
+        error = "cannot read the CA file \"" + spec.ca_file + "\": " + errno_text(errno);
         return nullptr;
       }
       std::fclose(f);

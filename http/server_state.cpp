@@ -68,7 +68,7 @@ ServerState::ServerState(boost::asio::io_context& ioc_in, ServerOptions http_in,
       backend(backend_in),
       tokens(http.bearer_tokens),
       limits{http.limits.max_body_bytes, jsonrpc::Limits{}.max_depth},
-      log(log::get("http")) {}
+      log(log::http()) {}
 
 void ServerState::add_connection(std::uint64_t id, std::weak_ptr<ServerConnection> c) {
   std::lock_guard lock(conn_mu_);

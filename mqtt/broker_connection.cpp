@@ -16,11 +16,6 @@ namespace mcpmqtt::mqtt {
 
 namespace {
 
-auto logger() {
-  static auto l = log::get("mqtt");
-  return l;
-}
-
 // Filters per SUBSCRIBE or UNSUBSCRIBE packet when many go at once (a server endpoint's
 // reconnect restores three for every client session).
 constexpr std::size_t kFiltersPerPacket = 64;
@@ -248,9 +243,9 @@ void BrokerConnection::on_connect_result(const ConnectOutcome& r) {
     reconnects.inc();
   }
   ever_connected_ = true;
-  logger()->debug("{} connected to {}{} ({} client)", describe(), broker_url(),
-                  reconnected ? " again" : "",
-                  options_.broker.engine == EngineKind::paho ? "Paho" : "native");
+  log::mqtt()->debug("{} connected to {}{} ({} client)", describe(), broker_url(),
+                     reconnected ? " again" : "",
+                     options_.broker.engine == EngineKind::paho ? "Paho" : "native");
   // 004: restore every subscription before the owner publishes anything (presence, backlog).
   if (!subscriptions_.empty()) {
     std::vector<Filter> all;
@@ -272,8 +267,8 @@ void BrokerConnection::on_connect_result(const ConnectOutcome& r) {
 void BrokerConnection::on_lost(const std::string& cause) {
   if (state_ == State::disconnecting) return finish_disconnect();
   if (state_ != State::connected) return;
-  logger()->warn("{} lost the broker connection: {}", describe(),
-                 cause.empty() ? "connection closed" : cause);
+  log::mqtt()->warn("{} lost the broker connection: {}", describe(),
+                    cause.empty() ? "connection closed" : cause);
   state_ = options_.reconnect ? State::waiting_retry : State::closed;
   count_up(false);
   static auto& losses = metrics::registry().counter(
@@ -303,8 +298,8 @@ void BrokerConnection::schedule_retry(const std::string& why) {
   delay *= std::uniform_real_distribution<double>(0.8, 1.2)(jitter_source());
   ++attempt_;
   // The one line per backoff step that says why (the owners do not repeat it).
-  logger()->warn("{} reconnecting in {} ms (attempt {}): {}", describe(), static_cast<long>(delay),
-                 attempt_, why);
+  log::mqtt()->warn("{} reconnecting in {} ms (attempt {}): {}", describe(),
+                    static_cast<long>(delay), attempt_, why);
   retry_timer_.expires_after(std::chrono::milliseconds(static_cast<long>(delay)));
   retry_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
     if (ec || self->state_ != State::waiting_retry) return;
@@ -368,7 +363,7 @@ void BrokerConnection::on_subscribe_result(const std::vector<std::string>& filte
       why = "the broker refused it: " + codec::reason_text(rc);
     }
     if (!ok && state_ == State::connected) {
-      logger()->warn("{} subscribe {} failed: {}", describe(), filters[i], why);
+      log::mqtt()->warn("{} subscribe {} failed: {}", describe(), filters[i], why);
     }
     auto waiting = std::move(it->second.waiting);
     it->second.waiting.clear();
@@ -434,10 +429,10 @@ void BrokerConnection::warn_refused(const std::string& topic, const std::string&
   std::size_t held_back = 0;
   if (!refusal_log_.allow(held_back)) return;
   if (held_back)
-    logger()->warn("{} cannot publish to {}: {} ({} more refused in the last second)", describe(),
-                   topic, why, held_back);
+    log::mqtt()->warn("{} cannot publish to {}: {} ({} more refused in the last second)",
+                      describe(), topic, why, held_back);
   else
-    logger()->warn("{} cannot publish to {}: {}", describe(), topic, why);
+    log::mqtt()->warn("{} cannot publish to {}: {}", describe(), topic, why);
 }
 
 bool BrokerConnection::in_flight_room(std::size_t bytes) const {
@@ -529,7 +524,7 @@ void BrokerConnection::send_publish(const std::string& topic,
         auto self = weak.lock();
         if (!self) return;
         if (!r.ok && self->state_ == State::connected) {
-          logger()->warn("{} publish to {} failed: {}", self->describe(), topic, r.why);
+          log::mqtt()->warn("{} publish to {} failed: {}", self->describe(), topic, r.why);
         }
         self->complete_op(op, r.ok, r.why);
         if (generation == self->generation_ && self->in_flight_ > 0) {
@@ -620,7 +615,7 @@ void BrokerConnection::on_disconnect_timeout() {
   // Publications still wait for the window: a clean DISCONNECT would make the broker discard
   // our will, and with it the last word the peers would get (004: a server's empty presence,
   // a client's `disconnected`). Leave without one instead, so the broker sends the will.
-  logger()->warn(
+  log::mqtt()->warn(
       "{} {} publication(s) still queued at the disconnect timeout; closing without "
       "DISCONNECT so that the broker publishes the will",
       describe(), window_.size());

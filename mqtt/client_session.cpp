@@ -12,11 +12,6 @@ namespace mcpmqtt::mqtt {
 
 namespace {
 
-auto logger() {
-  static auto l = log::get("mqtt");
-  return l;
-}
-
 const std::string kDisconnected = R"({"jsonrpc":"2.0","method":"notifications/disconnected"})";
 
 }  // namespace
@@ -100,7 +95,7 @@ void ClientSession::on_subscribed(bool ok, const std::string& why) {
     return;
   }
   state_ = State::ready;
-  logger()->debug("{} subscribed; sending {} queued message(s)", prefix_, queued_.size());
+  log::mqtt()->debug("{} subscribed; sending {} queued message(s)", prefix_, queued_.size());
   flush();
 }
 
@@ -140,7 +135,7 @@ void ClientSession::publish(const jsonrpc::Message& m) {
                                                                        const std::string& why) {
       auto self = weak.lock();
       if (ok || !self || self->state_ == State::closed) return;
-      logger()->warn("{} {} could not be sent: {}", self->prefix_, method, why);
+      log::mqtt()->warn("{} {} could not be sent: {}", self->prefix_, method, why);
       if (self->awaiting_init_ && *self->awaiting_init_ == id) self->awaiting_init_.reset();
       if (self->receiver_.on_message) {
         self->receiver_.on_message(jsonrpc::Message::error(id, jsonrpc::code::internal_error,
@@ -170,8 +165,8 @@ void ClientSession::on_message(const Incoming& in) {
   if (t->kind != topics::Kind::rpc && t->kind != topics::Kind::server_capability) return;
   auto body = jsonrpc::parse_body(in.payload, options_.limits);
   if (!body) {
-    logger()->warn("{} dropped a bad message from the server on {}: {}", prefix_, in.topic,
-                   body.error().error.message);
+    log::mqtt()->warn("{} dropped a bad message from the server on {}: {}", prefix_, in.topic,
+                      body.error().error.message);
     return;
   }
   for (auto& m : body->messages) {
@@ -197,7 +192,7 @@ void ClientSession::fail(bridge::CloseReason why) {
   if (state_ == State::closed) return;
   state_ = State::closed;
   queued_.clear();
-  logger()->info("{} session ended: {}", prefix_, why.detail);
+  log::mqtt()->info("{} session ended: {}", prefix_, why.detail);
   auto receiver = std::move(receiver_);
   receiver_ = {};
   if (conn_) {
@@ -216,7 +211,7 @@ void ClientSession::close(const bridge::CloseReason& why) {
   state_ = State::closed;
   queued_.clear();
   receiver_ = {};
-  logger()->debug("{} closing: {}", prefix_, why.detail);
+  log::mqtt()->debug("{} closing: {}", prefix_, why.detail);
   if (!conn_) {
     if (auto fn = std::move(on_finished_)) boost::asio::post(strand_, fn);
     return;

@@ -5,13 +5,6 @@
 
 namespace mcpmqtt::mqtt {
 
-namespace {
-auto logger() {
-  static auto l = log::get("mqtt");
-  return l;
-}
-}  // namespace
-
 std::shared_ptr<DirectoryObserver> DirectoryObserver::create(
     boost::asio::any_io_executor strand, Options options,
     std::shared_ptr<bridge::Directory> directory) {
@@ -48,7 +41,7 @@ void DirectoryObserver::start() {
   };
   h.on_connect_failed = [weak](const std::string& why, bool retrying) {
     // A retry is logged by the connection with its delay: once per backoff step.
-    if (!retrying) logger()->warn("[directory] {}; giving up", why);
+    if (!retrying) log::mqtt()->warn("[directory] {}; giving up", why);
     if (auto self = weak.lock(); self && self->on_broker) self->on_broker(false, why);
   };
   conn_ = BrokerConnection::create(strand_, std::move(o), std::move(h));
@@ -73,7 +66,7 @@ void DirectoryObserver::on_connected(const ConnackInfo& info) {
   // The roles are recorded before any (un)subscription goes out, so whoever sees the
   // filters change also sees the roles that came with them.
   if (info.rbac_json && !directory_->set_rbac_json(*info.rbac_json)) {
-    logger()->warn("[directory] ignoring MCP-RBAC from the broker: not a JSON array");
+    log::mqtt()->warn("[directory] ignoring MCP-RBAC from the broker: not a JSON array");
   }
   if (info.server_name_filters) {
     // 004 §Terminology: filters suggested by the broker MUST be used.
@@ -83,10 +76,10 @@ void DirectoryObserver::on_connected(const ConnackInfo& info) {
       if (why.empty())
         valid.push_back(f);
       else
-        logger()->warn("[directory] ignoring broker-suggested filter \"{}\": it {}", f, why);
+        log::mqtt()->warn("[directory] ignoring broker-suggested filter \"{}\": it {}", f, why);
     }
     if (!valid.empty() && valid != subscribed_) {
-      logger()->info("[directory] using the broker's server-name filters");
+      log::mqtt()->info("[directory] using the broker's server-name filters");
       directory_->set_filters(valid);
       use_filters(valid);
     }
@@ -101,10 +94,10 @@ void DirectoryObserver::on_message(const Incoming& in) {
   const auto change = directory_->apply_presence(t->server_id, t->server_name, *in.payload, &why);
   switch (change) {
     case bridge::Directory::Change::added:
-      logger()->info("[directory] {} online (instance {})", t->server_name, t->server_id);
+      log::mqtt()->info("[directory] {} online (instance {})", t->server_name, t->server_id);
       break;
     case bridge::Directory::Change::removed:
-      logger()->info("[directory] {} instance {} offline", t->server_name, t->server_id);
+      log::mqtt()->info("[directory] {} instance {} offline", t->server_name, t->server_id);
       break;
     case bridge::Directory::Change::updated:
       break;
@@ -112,17 +105,17 @@ void DirectoryObserver::on_message(const Incoming& in) {
       // Anyone allowed to publish presence can repeat a bad one: a line a second at most.
       if (std::size_t held_back = 0; !in.payload->empty() && ignored_log_.allow(held_back)) {
         if (held_back)
-          logger()->warn(
+          log::mqtt()->warn(
               "[directory] {}: {} ({} more presence messages ignored in the last "
               "second)",
               in.topic, why, held_back);
         else
-          logger()->warn("[directory] {}: {}", in.topic, why);
+          log::mqtt()->warn("[directory] {}: {}", in.topic, why);
       }
       break;
   }
   if (!why.empty() && change != bridge::Directory::Change::ignored) {
-    logger()->warn("[directory] {}: {}", in.topic, why);
+    log::mqtt()->warn("[directory] {}: {}", in.topic, why);
   }
 }
 

@@ -11,11 +11,6 @@ namespace mcpmqtt::mqtt {
 
 namespace {
 
-auto logger() {
-  static auto l = log::get("mqtt");
-  return l;
-}
-
 const std::string kDisconnected = R"({"jsonrpc":"2.0","method":"notifications/disconnected"})";
 
 // What happens at max_sessions, per server-name: a session closed to make room, or an
@@ -114,7 +109,7 @@ void ClientLink::close(const bridge::CloseReason& why) {
   receiver_ = {};
   held_.clear();
   held_bytes_ = 0;
-  logger()->debug("{} session ended: {}", prefix_, why.detail);
+  log::mqtt()->debug("{} session ended: {}", prefix_, why.detail);
   boost::asio::post(endpoint_->strand_, [ep = endpoint_, cid = client_id_] {
     ep->end_client(cid, /*send_disconnected=*/true, std::nullopt);
   });
@@ -171,7 +166,7 @@ void ServerEndpoint::open_connection() {
   h.on_connect_failed = [weak](const std::string& why, bool retrying) {
     if (auto self = weak.lock()) {
       // A retry is logged by the connection with its delay: once per backoff step.
-      if (!retrying) logger()->warn("{} {}; giving up", self->describe(), why);
+      if (!retrying) log::mqtt()->warn("{} {}; giving up", self->describe(), why);
       if (self->handlers_.on_broker) self->handlers_.on_broker(false, why);
     }
   };
@@ -187,11 +182,11 @@ void ServerEndpoint::on_connected(const ConnackInfo& info, bool reconnected) {
   if (info.server_name && *info.server_name != options_.server_name) {
     const auto why = topics::check_server_name(*info.server_name);
     if (!why.empty()) {
-      logger()->warn("{} ignoring broker-assigned server-name \"{}\": it {}", describe(),
-                     *info.server_name, why);
+      log::mqtt()->warn("{} ignoring broker-assigned server-name \"{}\": it {}", describe(),
+                        *info.server_name, why);
     } else if (!name_adopted_ && clients_.empty()) {
-      logger()->info("{} the broker assigns server-name \"{}\"; reconnecting under it", describe(),
-                     *info.server_name);
+      log::mqtt()->info("{} the broker assigns server-name \"{}\"; reconnecting under it",
+                        describe(), *info.server_name);
       name_adopted_ = true;
       options_.server_name = *info.server_name;
       reconnects_before_ += conn_->reconnects();
@@ -201,7 +196,7 @@ void ServerEndpoint::on_connected(const ConnackInfo& info, bool reconnected) {
       });
       return;
     } else {
-      logger()->warn(
+      log::mqtt()->warn(
           "{} the broker now assigns server-name \"{}\"; keeping \"{}\" for the live sessions",
           describe(), *info.server_name, options_.server_name);
     }
@@ -218,13 +213,13 @@ void ServerEndpoint::on_connected(const ConnackInfo& info, bool reconnected) {
           "cannot announce presence on " +
           topics::server_presence(self->options_.server_id, self->options_.server_name) + ": " +
           why;
-      logger()->error("{} {}; clients cannot discover this server (check the broker's ACL)",
-                      self->describe(), what);
+      log::mqtt()->error("{} {}; clients cannot discover this server (check the broker's ACL)",
+                         self->describe(), what);
       if (self->handlers_.on_broker) self->handlers_.on_broker(false, what);
       return;
     }
-    logger()->info("{} online as {} on the broker{}", self->describe(), self->options_.server_id,
-                   reconnected ? " again" : "");
+    log::mqtt()->info("{} online as {} on the broker{}", self->describe(), self->options_.server_id,
+                      reconnected ? " again" : "");
     if (self->handlers_.on_broker) self->handlers_.on_broker(true, {});
   });
   if (reconnected && handlers_.on_reconnected) handlers_.on_reconnected();
@@ -272,7 +267,7 @@ void ServerEndpoint::on_message(const Incoming& in) {
 
 void ServerEndpoint::on_control(const Incoming& in) {
   if (!in.sender_id) {
-    logger()->warn(
+    log::mqtt()->warn(
         "{} initialize on the control topic without the MCP-MQTT-CLIENT-ID user "
         "property: the client cannot be answered (004 §User Property)",
         describe());
@@ -280,7 +275,7 @@ void ServerEndpoint::on_control(const Incoming& in) {
   }
   const std::string& cid = *in.sender_id;
   if (const auto why = topics::check_id(cid); !why.empty()) {
-    logger()->warn("{} ignoring initialize from client id \"{}\": it {}", describe(), cid, why);
+    log::mqtt()->warn("{} ignoring initialize from client id \"{}\": it {}", describe(), cid, why);
     return;
   }
   auto parsed = jsonrpc::Message::parse(in.payload, options_.limits);
@@ -315,10 +310,10 @@ void ServerEndpoint::on_control(const Incoming& in) {
     reply_error(cid, msg.id(), jsonrpc::code::connection_closed,
                 options_.server_name + " " + limit + "; try again later");
     if (std::size_t held_back = 0; refuse_log_.allow(held_back)) {
-      logger()->warn("{} refused client {}: {} {} and none can make room ({}){}", describe(), cid,
-                     options_.server_name, limit, why_not,
-                     held_back ? "; " + std::to_string(held_back) + " more since the last report"
-                               : std::string());
+      log::mqtt()->warn("{} refused client {}: {} {} and none can make room ({}){}", describe(),
+                        cid, options_.server_name, limit, why_not,
+                        held_back ? "; " + std::to_string(held_back) + " more since the last report"
+                                  : std::string());
     }
     return;
   }
@@ -353,7 +348,7 @@ void ServerEndpoint::on_subscribed(const std::string& cid, bool ok, const std::s
                                                          cid, prefix, options_.max_held_messages,
                                                          options_.max_held_bytes));
   c.link = link;
-  logger()->info("{} new session", prefix);
+  log::mqtt()->info("{} new session", prefix);
   // The initialize is the link's first message, held until the owner starts the link; the
   // owner also gets a copy to decide whether (and how) to serve the session. What arrived while
   // subscribing follows it, in order.
@@ -374,8 +369,8 @@ void ServerEndpoint::on_rpc(const std::string& cid, const Incoming& in) {
   if (it == clients_.end()) return;  // not ours any more; we unsubscribed
   auto body = jsonrpc::parse_body(in.payload, options_.limits);
   if (!body) {
-    logger()->warn("[server {} client {}] bad message on the RPC topic: {}", options_.server_name,
-                   cid, body.error().error.message);
+    log::mqtt()->warn("[server {} client {}] bad message on the RPC topic: {}",
+                      options_.server_name, cid, body.error().error.message);
     reply_error(cid, body.error().id, body.error().error.code, body.error().error.message);
     return;
   }
@@ -408,7 +403,7 @@ void ServerEndpoint::refuse_early(const std::string& cid, const jsonrpc::Message
                           "it (004 §Initialization)";
   auto it = clients_.find(cid);
   if (it != clients_.end() && it->second.early_refused++ == 0)
-    logger()->warn(
+    log::mqtt()->warn(
         "[server {} client {}] refusing what the client sends until its session is "
         "set up: {}",
         options_.server_name, cid, why);
@@ -453,8 +448,8 @@ void ServerEndpoint::send_from_link(const std::string& cid, const jsonrpc::Messa
       if (ok || !self || self->stopping_ || !self->conn_->connected()) return;
       auto it = self->clients_.find(cid);
       if (it == self->clients_.end()) return;
-      logger()->warn("[server {} client {}] {} could not be sent: {}", self->options_.server_name,
-                     cid, what, why);
+      log::mqtt()->warn("[server {} client {}] {} could not be sent: {}",
+                        self->options_.server_name, cid, what, why);
       const auto message = "the bridge could not send " + what + " over MQTT: " + why;
       if (!request) {
         self->reply_error(cid, id, jsonrpc::code::internal_error, message);
@@ -567,10 +562,10 @@ bool ServerEndpoint::evict_idle(const std::string& for_client, const std::string
   ++evicted_;
   at_limit(options_.server_name, "evicted").inc();
   if (std::size_t held_back = 0; evict_log_.allow(held_back)) {
-    logger()->info("[server {} client {}] {}; client {} takes its place{}", options_.server_name,
-                   cid, why, for_client,
-                   held_back ? " (" + std::to_string(held_back) + " more since the last report)"
-                             : std::string());
+    log::mqtt()->info("[server {} client {}] {}; client {} takes its place{}", options_.server_name,
+                      cid, why, for_client,
+                      held_back ? " (" + std::to_string(held_back) + " more since the last report)"
+                                : std::string());
   }
   // 004 §Server Disconnect: the client is told `disconnected`; the owner ends the upstream.
   auto link = victim->second.link.lock();
@@ -600,7 +595,7 @@ void ServerEndpoint::end_client(const std::string& cid, bool send_disconnected,
   if (send_disconnected) conn_->publish(rpc, kDisconnected);
   conn_->unsubscribe({rpc, topics::client_capability(cid), topics::client_presence(cid)});
   if (tell_link && link) {
-    logger()->info("[server {} client {}] {}", options_.server_name, cid, tell_link->detail);
+    log::mqtt()->info("[server {} client {}] {}", options_.server_name, cid, tell_link->detail);
     boost::asio::post(link->executor(), [link, why = *tell_link] { link->peer_closed(why); });
   }
 }
@@ -629,7 +624,7 @@ void ServerEndpoint::stop(std::chrono::milliseconds timeout, std::function<void(
     if (*finished) return;
     *finished = true;
     timer->cancel();
-    logger()->info("{} offline", self->describe());
+    log::mqtt()->info("{} offline", self->describe());
     if (self->handlers_.on_broker) self->handlers_.on_broker(false, "stopped");
     if (done) done();
   };

@@ -121,7 +121,7 @@ class ChildProcess : public std::enable_shared_from_this<ChildProcess> {
         registry_(std::move(registry)),
         pid_(pid),
         label_("[child " + spec_.name + " pid " + std::to_string(pid) + "]"),
-        log_(log::get("stdio")),
+        log_(log::stdio()),
         stdin_(ex_),
         stdout_(ex_),
         stderr_(ex_),
@@ -663,7 +663,7 @@ Expected<std::shared_ptr<ChildChannel>, std::string> ChildChannel::create(
   if (!spawned) {
     std::string why = "cannot start server \"" + spec.name + "\" (command \"" + spec.command +
                       "\"): " + spawned.error();
-    log::get("stdio")->error("{}{}", spec.log_prefix, why);
+    log::stdio()->error("{}{}", spec.log_prefix, why);
     return unexpected(std::move(why));
   }
   const std::string name = spec.name, command = spec.command, prefix = spec.log_prefix;
@@ -671,7 +671,7 @@ Expected<std::shared_ptr<ChildChannel>, std::string> ChildChannel::create(
                                                      spawned->pid, registry);
   if (std::string why; !impl->attach(*spawned, why)) {
     why = "cannot start server \"" + name + "\" (command \"" + command + "\"): " + why;
-    log::get("stdio")->error("{}{}", prefix, why);
+    log::stdio()->error("{}{}", prefix, why);
     return unexpected(std::move(why));  // the child is killed and reaped with `impl`
   }
   if (registry) registry->add(impl, impl->pid(), name);

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/errno_text.hpp"
 #include "stdio/process_util.hpp"
 
 namespace mcpmqtt::stdio {
@@ -33,10 +34,6 @@ struct ChildFailure {
   int err = 0;
   int candidate = 0;  // which of the exec candidates err belongs to
 };
-
-std::string errno_text(int err) {
-  return std::error_code(err, std::generic_category()).message();
-}
 
 // Pipe ends are kept above 0, 1 and 2 so that dup2 onto those in the child never clobbers
 // another pipe end (possible when the bridge runs with a standard descriptor closed).

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "common/errno_text.hpp"
 #include "common/log.hpp"
 #include "stdio/line_codec.hpp"
 
@@ -24,10 +25,6 @@ namespace {
 
 constexpr std::size_t kReadChunk = 64 * 1024;
 constexpr std::size_t kLogBytes = 200;
-
-std::string errno_text(int err) {
-  return std::error_code(err, std::generic_category()).message();
-}
 
 // Puts the shared file status flags back (O_NONBLOCK above all) and closes our duplicate.
 void restore_and_close(asio::posix::stream_descriptor& d, int flags) {
@@ -61,7 +58,7 @@ Expected<std::shared_ptr<StdioChannel>, std::string> StdioChannel::create(
 StdioChannel::StdioChannel(Key, asio::any_io_executor strand, Options options)
     : ex_(std::move(strand)),
       options_(std::move(options)),
-      log_(log::get("stdio")),
+      log_(log::stdio()),
       in_(ex_),
       out_(ex_),
       flush_timer_(ex_),

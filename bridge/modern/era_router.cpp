@@ -7,11 +7,6 @@ namespace mcpmqtt::bridge {
 
 namespace {
 
-auto logger() {
-  static auto l = log::get("bridge");
-  return l;
-}
-
 std::optional<jsonrpc::Id> cancelled_request(const jsonrpc::Message& m) {
   const auto* p = m.params();
   if (!p || !p->IsObject()) return std::nullopt;
@@ -116,8 +111,9 @@ void EraRouter::on_host_closed(const CloseReason& why) {
 
 void EraRouter::pin_legacy(jsonrpc::Message first) {
   era_ = Era::legacy;
-  logger()->debug("{} the client opened with {}: serving MCP 2025 (a session)", host_->describe(),
-                  first.is_request() ? first.method() : std::string("a message without _meta"));
+  log::bridge()->debug(
+      "{} the client opened with {}: serving MCP 2025 (a session)", host_->describe(),
+      first.is_request() ? first.method() : std::string("a message without _meta"));
   legacy_ = std::make_shared<LegacyView>(host_);
   legacy_->from_host(std::move(first));
   if (hooks_.on_legacy) hooks_.on_legacy(legacy_);
@@ -144,8 +140,8 @@ void EraRouter::on_message(jsonrpc::Message m) {
     // stays undecided.
     if (m.method() != "server/discover") {
       era_ = Era::modern;
-      logger()->debug("{} the client opened with a {} request: serving MCP {} (no session)",
-                      host_->describe(), m.method(), modern::kVersion);
+      log::bridge()->debug("{} the client opened with a {} request: serving MCP {} (no session)",
+                           host_->describe(), m.method(), modern::kVersion);
     }
     if (hooks_.on_modern_request) hooks_.on_modern_request(m);
     return;

@@ -140,8 +140,8 @@ void ModernGateway::ask(Run& run, Pending& p) {
                  "server→client requests).",
                  {"direction"}, {options_.metrics_direction})
         .inc();
-  logger()->debug("{} {} asks the client for input (round {}, {} request(s))", options_.log_prefix,
-                  run.method, run.round, run.asked.size());
+  log::bridge()->debug("{} {} asks the client for input (round {}, {} request(s))",
+                       options_.log_prefix, run.method, run.round, run.asked.size());
   finish(p, jsonrpc::Message::result(p.call.message.id(), json), 200, "input_required");
 }
 
@@ -151,8 +151,8 @@ void ModernGateway::resume(CallId id, const std::string& state) {
   Pending& p = *c->second;
   const auto& m = p.call.message;
   auto fail = [&](const std::string& why) {
-    logger()->debug("{} requestState of {} {} refused: {}", options_.log_prefix, m.method(),
-                    m.id().to_string(), why);
+    log::bridge()->debug("{} requestState of {} {} refused: {}", options_.log_prefix, m.method(),
+                         m.id().to_string(), why);
     refuse(p, modern::invalid_request_state(), 200, "error");
   };
   const auto ticket = open_round_state(codec_, state, {p.call.principal, p.key, m.method()}, m,
@@ -277,8 +277,9 @@ void ModernGateway::on_park_timeout(std::uint64_t run_id, std::uint32_t round) {
   if (r == runs_.end() || r->second->state == RunState::running || r->second->round != round)
     return;
   r->second->park_timer = 0;
-  logger()->info("{} {} waited {} for the client's input responses; cancelled", options_.log_prefix,
-                 r->second->method, log::duration_text(options_.input_timeout));
+  log::bridge()->info("{} {} waited {} for the client's input responses; cancelled",
+                      options_.log_prefix, r->second->method,
+                      log::duration_text(options_.input_timeout));
   if (!r->second->session) {
     transition(*r->second, RunEvent::expired);
     erase_run(run_id);

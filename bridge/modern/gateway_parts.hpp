@@ -90,11 +90,6 @@ namespace gateway_detail {
 using jsonrpc::member;
 using rapidjson::Value;
 
-inline auto logger() {
-  static auto l = log::get("bridge");
-  return l;
-}
-
 // The id of the initialize the gateway sends on each session.
 const jsonrpc::Id& init_id();
 

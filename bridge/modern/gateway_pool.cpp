@@ -37,8 +37,8 @@ std::size_t ModernGateway::pooled_count() const {
 bool ModernGateway::evict_idle_other_than(const std::string& key) {
   for (auto& [serial, s] : sessions_) {  // oldest first
     if (s->state == Session::State::idle && s->key != key) {
-      logger()->debug("{} session {} closed to make room (ingress.modern.max_sessions {})",
-                      options_.log_prefix, serial, options_.max_sessions);
+      log::bridge()->debug("{} session {} closed to make room (ingress.modern.max_sessions {})",
+                           options_.log_prefix, serial, options_.max_sessions);
       drop_session(serial, {CloseReason::Kind::normal,
                             "closed to make room for a request of another client"});
       return true;
@@ -54,7 +54,7 @@ bool ModernGateway::evict_oldest_parked(const std::string* key) {
     if (!oldest || r->id < oldest->id) oldest = r.get();
   }
   if (!oldest) return false;
-  logger()->info(
+  log::bridge()->info(
       "{} a request waiting for input responses is given up to make room (ingress.modern "
       "max_sessions {}, max_sessions_per_key {}); its requestState is no longer valid",
       options_.log_prefix, options_.max_sessions, options_.max_sessions_per_key);
@@ -100,8 +100,8 @@ void ModernGateway::enqueue(CallId id) {
                              std::to_string(options_.max_sessions) + ", max_sessions_per_key " +
                              std::to_string(options_.max_sessions_per_key);
   if (waiting >= options_.max_waiting) {
-    logger()->warn("{} a {} request refused: {} requests wait for a session already ({})",
-                   options_.log_prefix, p.call.message.method(), waiting, limits);
+    log::bridge()->warn("{} a {} request refused: {} requests wait for a session already ({})",
+                        options_.log_prefix, p.call.message.method(), waiting, limits);
     refuse(p,
            {jsonrpc::code::connection_closed,
             "Service Unavailable: every MQTT session the bridge may hold for this client is busy "
@@ -114,7 +114,7 @@ void ModernGateway::enqueue(CallId id) {
   }
   if (waiting > 0 && waiting_bytes + p.call.message.size() > options_.max_waiting_bytes) {
     if (std::size_t held_back = 0; waiting_log_.allow(held_back))
-      logger()->warn(
+      log::bridge()->warn(
           "{} a {} request refused: the requests waiting for a session hold {} bytes "
           "(ingress.modern.max_waiting_bytes {}){}",
           options_.log_prefix, p.call.message.method(), waiting_bytes, options_.max_waiting_bytes,
@@ -215,7 +215,8 @@ void ModernGateway::open_session(Pending& p) {
           jsonrpc::quote(modern::bridge_key::reads_input_keys) + ":true}}"));
   by_key_[s.key].insert(serial);
   sessions_.emplace(serial, std::move(owned));
-  logger()->debug("{} opening MQTT session {} for {}", options_.log_prefix, serial, server_name);
+  log::bridge()->debug("{} opening MQTT session {} for {}", options_.log_prefix, serial,
+                       server_name);
   opener_(server_name, principal, channel);  // may report back at once
 }
 
@@ -298,8 +299,8 @@ void ModernGateway::end_session(std::uint64_t serial, const CloseReason& why, Se
     }
   }
   if (s->listen_call) end_listen_gracefully(*s);
-  logger()->debug("{} MQTT session {} for {} {}: {}", options_.log_prefix, serial, s->server_name,
-                  how == SessionEnd::dropped ? "closed" : "ended", why.detail);
+  log::bridge()->debug("{} MQTT session {} for {} {}: {}", options_.log_prefix, serial,
+                       s->server_name, how == SessionEnd::dropped ? "closed" : "ended", why.detail);
   if (how == SessionEnd::dropped) s->channel->hang_up(why);
   pump_waiting();
 }

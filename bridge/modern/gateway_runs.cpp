@@ -104,8 +104,8 @@ void ModernGateway::on_final(Session& s, Run& run, const jsonrpc::Message& m) {
 bool ModernGateway::transition(Run& run, RunEvent event) {
   const auto next = next_state(run.state, event);
   if (!next) {
-    logger()->error("{} {} run {}: {} cannot happen when {}; ignored", options_.log_prefix,
-                    run.method, run.id, to_string(event), to_string(run.state));
+    log::bridge()->error("{} {} run {}: {} cannot happen when {}; ignored", options_.log_prefix,
+                         run.method, run.id, to_string(event), to_string(run.state));
     return false;
   }
   run.state = *next;

@@ -19,8 +19,8 @@ void ModernGateway::on_upstream(std::uint64_t serial, jsonrpc::Message m) {
     if (auto own = std::find(s.own.begin(), s.own.end(), m.id()); own != s.own.end()) {
       s.own.erase(own);
       if (m.kind() == jsonrpc::Kind::error)
-        logger()->debug("{} the server refused logging/setLevel: {}", options_.log_prefix,
-                        m.error().message);
+        log::bridge()->debug("{} the server refused logging/setLevel: {}", options_.log_prefix,
+                             m.error().message);
       return;
     }
     if (s.state == Session::State::listening) {
@@ -31,8 +31,8 @@ void ModernGateway::on_upstream(std::uint64_t serial, jsonrpc::Message m) {
       on_final(s, *r->second, m);
       return;
     }
-    logger()->debug("{} a response to {} on session {} answers nothing in flight; dropped",
-                    options_.log_prefix, m.id().to_string(), serial);
+    log::bridge()->debug("{} a response to {} on session {} answers nothing in flight; dropped",
+                         options_.log_prefix, m.id().to_string(), serial);
     return;
   }
   if (m.is_request()) {
@@ -65,8 +65,8 @@ void ModernGateway::on_initialized(Session& s, const jsonrpc::Message& m) {
   discover_cache_.put(s.server_name, s.info);
   const CallId reserved = s.reserved;
   s.reserved = 0;
-  logger()->debug("{} MQTT session {} for {} initialized", options_.log_prefix, s.serial,
-                  s.server_name);
+  log::bridge()->debug("{} MQTT session {} for {} initialized", options_.log_prefix, s.serial,
+                       s.server_name);
   if (auto c = calls_.find(reserved); c != calls_.end()) {
     s.state = Session::State::idle;
     start_on(s, *c->second);

@@ -205,8 +205,9 @@ void ModernUpstream::hold(Message m) {
           "the session is still starting (" + std::to_string(held_.size()) +
               " messages wait for initialize to be answered); send after initialize"));
     }
-    logger()->warn("{} dropped a {} that came while initialize was unanswered and {} others wait",
-                   options_.log_prefix, m.method(), held_.size());
+    log::bridge()->warn(
+        "{} dropped a {} that came while initialize was unanswered and {} others wait",
+        options_.log_prefix, m.method(), held_.size());
     return;
   }
   held_.push_back(std::move(m));
@@ -255,8 +256,8 @@ void ModernUpstream::on_client_message(Message m) {
   // notifications/initialized belongs to the initialize answered here; roots/list_changed has no
   // counterpart in 2026-07-28 (roots are asked for per request); nothing else goes upstream.
   if (m.method() != "notifications/initialized") {
-    logger()->debug("{} {} from the MQTT client has no 2026-07-28 counterpart; dropped",
-                    options_.log_prefix, m.method());
+    log::bridge()->debug("{} {} from the MQTT client has no 2026-07-28 counterpart; dropped",
+                         options_.log_prefix, m.method());
   }
 }
 
@@ -365,8 +366,8 @@ void ModernUpstream::on_client_cancel(const Message& m) {
 void ModernUpstream::on_client_response(Message m) {
   const auto it = inputs_.find(m.id());
   if (it == inputs_.end()) {
-    logger()->debug("{} dropped a response from the MQTT client to {}: no such input request",
-                    options_.log_prefix, m.id().to_string());
+    log::bridge()->debug("{} dropped a response from the MQTT client to {}: no such input request",
+                         options_.log_prefix, m.id().to_string());
     return;
   }
   const Id client_id = it->second;
@@ -404,13 +405,13 @@ void ModernUpstream::on_upstream_message(Message m) {
         return to_upstream(Message::error(
             m.id(), invalid_request, "the session is not initialized yet; no request is taken"));
       }
-      logger()->debug("{} dropped a {} from the server while negotiating", options_.log_prefix,
-                      jsonrpc::to_string(m.kind()));
+      log::bridge()->debug("{} dropped a {} from the server while negotiating", options_.log_prefix,
+                           jsonrpc::to_string(m.kind()));
       return;
   }
   if (m.is_response()) {
-    logger()->debug("{} dropped a response to {}: not in flight (cancelled)", options_.log_prefix,
-                    m.id().to_string());
+    log::bridge()->debug("{} dropped a response to {}: not in flight (cancelled)",
+                         options_.log_prefix, m.id().to_string());
     return;
   }
   if (m.is_request()) {

@@ -46,7 +46,7 @@ void ModernUpstream::on_tools_page(const Message& m) {
   const bool more = next && !next->empty() && tool_pages_ < options_.max_tool_pages;
   if (result) options_.tool_headers->learn(*result, !more);
   if (!result) {
-    logger()->warn(
+    log::bridge()->warn(
         "{} tools/list of the bridge's own (for the Mcp-Param headers of tools/call) "
         "answered {}; calls go without them",
         options_.log_prefix, describe_error(m));
@@ -211,7 +211,7 @@ void ModernUpstream::finish_call(const Id& client_id, Message answer) {
 }
 
 void ModernUpstream::fail_call(const Id& client_id, int code, const std::string& message) {
-  logger()->warn("{} request {}: {}", options_.log_prefix, client_id.to_string(), message);
+  log::bridge()->warn("{} request {}: {}", options_.log_prefix, client_id.to_string(), message);
   finish_call(client_id, Message::error(client_id, code, message));
 }
 

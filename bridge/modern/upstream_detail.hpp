@@ -20,11 +20,6 @@ using jsonrpc::code::invalid_params;
 using jsonrpc::code::invalid_request;
 using jsonrpc::code::method_not_found;
 
-inline auto logger() {
-  static auto l = log::get("bridge");
-  return l;
-}
-
 inline std::optional<std::string> string_member(const rapidjson::Value* v, const char* name) {
   const auto* m = member(v, name);
   if (!m || !m->IsString()) return std::nullopt;

@@ -134,8 +134,8 @@ void ModernUpstream::on_listen_end(const Id& id, const std::string& why, bool re
   const bool was_active = active_listen_ && *active_listen_ == ended.seq;
   if (was_active) active_listen_.reset();
   const bool newest = ended.seq + 1 == next_listen_seq_;
-  logger()->log(refused ? spdlog::level::warn : spdlog::level::info,
-                "{} subscriptions/listen ended: {}", options_.log_prefix, why);
+  log::bridge()->log(refused ? spdlog::level::warn : spdlog::level::info,
+                     "{} subscriptions/listen ended: {}", options_.log_prefix, why);
   if (refused && !ended.acknowledged) {
     // A server that refuses listens will not carry updates: say so to whoever waits.
     listen_unsupported_ = true;

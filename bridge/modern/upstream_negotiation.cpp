@@ -121,8 +121,9 @@ void ModernUpstream::on_probe_answer(const Message* answer, const std::string& w
     if (!self || self->phase_ == Phase::closed) return;
     self->probe_timer_ = 0;
     if (rediscovering) {
-      logger()->info("{} the server refused initialize with -32022 and {}; passing its answer on",
-                     self->options_.log_prefix, why);
+      log::bridge()->info(
+          "{} the server refused initialize with -32022 and {}; passing its answer on",
+          self->options_.log_prefix, why);
       auto refused = std::move(*self->refused_initialize_);
       self->refused_initialize_.reset();
       self->become_legacy();
@@ -135,8 +136,8 @@ void ModernUpstream::on_probe_answer(const Message* answer, const std::string& w
                                    std::string(modern::kVersion) +
                                    " (\"protocol\": \"modern\" in its mcpServers entry): " + why);
     }
-    logger()->info("{} {}: speaking 2025 (initialize) to the server", self->options_.log_prefix,
-                   why);
+    log::bridge()->info("{} {}: speaking 2025 (initialize) to the server",
+                        self->options_.log_prefix, why);
     self->remember(Era::legacy, why + ": it speaks 2025 (initialize)");
     self->send_initialize_upstream();
   });
@@ -179,7 +180,8 @@ void ModernUpstream::on_confirm_answer(const Message* answer, const std::string&
       end_probe_channel();
       return become_modern(discovered_, why, Era::both);
     }
-    logger()->info("{} speaking 2025 (initialize) to a server of both eras", options_.log_prefix);
+    log::bridge()->info("{} speaking 2025 (initialize) to a server of both eras",
+                        options_.log_prefix);
     if (on_probe) {
       end_probe_channel();
       return send_initialize_upstream();
@@ -213,8 +215,9 @@ void ModernUpstream::on_initialize_answer(Message m) {
   if (options_.mode == Mode::automatic && names_modern_version(m)) {
     // A 2026-only server refuses initialize naming the modern versions (basic/versioning
     // §Backward Compatibility): discover on the upstream, then speak 2026-07-28.
-    logger()->info("{} the server refused initialize with -32022 naming {}; trying server/discover",
-                   options_.log_prefix, modern::kVersion);
+    log::bridge()->info(
+        "{} the server refused initialize with -32022 naming {}; trying server/discover",
+        options_.log_prefix, modern::kVersion);
     refused_initialize_ = std::move(m);
     return start_probe(true);
   }
@@ -234,8 +237,8 @@ void ModernUpstream::become_legacy() {
 void ModernUpstream::remember(Era era, const std::string& why) {
   if (!options_.memory || options_.memory->get() == era) return;
   options_.memory->set(era, why);
-  logger()->info("{} the server's protocol era is {} (remembered for its next sessions): {}",
-                 options_.log_prefix, to_string(era), why);
+  log::bridge()->info("{} the server's protocol era is {} (remembered for its next sessions): {}",
+                      options_.log_prefix, to_string(era), why);
 }
 
 void ModernUpstream::become_modern(modern::Discovered discovered, const std::string& why,
@@ -247,8 +250,8 @@ void ModernUpstream::become_modern(modern::Discovered discovered, const std::str
   phase_ = Phase::modern;
   era_ = Era::modern;
   if (remember_as != Era::unknown) remember(remember_as, why);
-  logger()->info("{} the server speaks {}: the session is translated ({})", options_.log_prefix,
-                 version_, why);
+  log::bridge()->info("{} the server speaks {}: the session is translated ({})",
+                      options_.log_prefix, version_, why);
   // 004 §Initialization: the answer to the client's initialize, from what discover said.
   answer(initialize_->id(),
          modern::legacy_initialize_result(discovered_, requested_version_, fallback_server_info()));
@@ -258,7 +261,7 @@ void ModernUpstream::become_modern(modern::Discovered discovered, const std::str
 }
 
 void ModernUpstream::fail_initialize(const std::string& message) {
-  logger()->warn("{} {}", options_.log_prefix, message);
+  log::bridge()->warn("{} {}", options_.log_prefix, message);
   to_client(Message::error(initialize_->id(), internal_error, message));
   CloseReason why{CloseReason::Kind::error, message};
   close(why);

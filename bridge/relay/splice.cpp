@@ -9,11 +9,6 @@ namespace mcpmqtt::bridge {
 
 namespace {
 
-auto logger() {
-  static auto l = log::get("bridge");
-  return l;
-}
-
 // The requestId of notifications/cancelled (string or integer), if well formed.
 std::optional<jsonrpc::Id> cancelled_id(const jsonrpc::Message& m) {
   const auto* p = m.params();
@@ -232,7 +227,7 @@ void Splice::on_response(Side from, jsonrpc::Message m) {
   auto& map = pending_from(requester);
   auto it = map.find(m.id());
   if (it == map.end()) {
-    logger()->debug(
+    log::bridge()->debug(
         "{} dropped a response from the {} to id {}: no such request in flight "
         "(cancelled, timed out or never sent)",
         options_.log_prefix, side_name(from), m.id().to_string());
@@ -253,8 +248,8 @@ void Splice::on_notification(Side from, jsonrpc::Message m) {
     auto& map = pending_from(from);
     auto it = id ? map.find(*id) : map.end();
     if (it == map.end()) {
-      logger()->debug("{} cancellation from the {} for a request not in flight; dropped",
-                      options_.log_prefix, side_name(from));
+      log::bridge()->debug("{} cancellation from the {} for a request not in flight; dropped",
+                           options_.log_prefix, side_name(from));
       return;
     }
     count(from, it->second.method, RequestMeters::Outcome::cancelled);
@@ -300,8 +295,8 @@ void Splice::on_timeout(Side requester, const jsonrpc::Id& id) {
   map.erase(it);
   count(requester, p.method, RequestMeters::Outcome::timeout);
   const Side responder = other(requester);
-  logger()->info("{} {} {} timed out after {}", options_.log_prefix, p.method, id.to_string(),
-                 log::duration_text(p.timeout));
+  log::bridge()->info("{} {} {} timed out after {}", options_.log_prefix, p.method, id.to_string(),
+                      log::duration_text(p.timeout));
   channel(requester).send(jsonrpc::Message::error(
       id, jsonrpc::code::request_timeout,
       "request timed out: no response to " + p.method + " from the " + side_name(responder) +
@@ -353,8 +348,8 @@ void Splice::answer_all(Side requester, const CloseReason& why, bool send) {
 
 void Splice::on_side_closed(Side side, const CloseReason& why) {
   if (closed_) return;
-  logger()->info("{} the {} closed the session: {}", options_.log_prefix, side_name(side),
-                 why.detail);
+  log::bridge()->info("{} the {} closed the session: {}", options_.log_prefix, side_name(side),
+                      why.detail);
   const Side survivor = other(side);
   closed_ = true;
   if (survivor == Side::client) last_words(why);

@@ -6,11 +6,11 @@
 #include <sstream>
 
 #include <catch2/catch.hpp>
-#include <spdlog/sinks/ostream_sink.h>
 
 #include "common/log.hpp"
 #include "tests/http/client_fake_server.hpp"
 #include "tests/http/client_harness.hpp"
+#include "tests/support/log_capture.hpp"
 #include "tests/support/sockets.hpp"
 #include "tests/support/wait.hpp"
 
@@ -20,29 +20,6 @@ using test::ClientHarness;
 using test::test_spec;
 using test::fake::Conn;
 using test::fake::Request;
-
-namespace {
-
-const std::string kInit =
-    R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",)"
-    R"("capabilities":{},"clientInfo":{"name":"t","version":"1"}}})";
-const std::string kInitialized = R"({"jsonrpc":"2.0","method":"notifications/initialized"})";
-
-std::string request(int id, const std::string& method, const std::string& params = "{}") {
-  return R"({"jsonrpc":"2.0","id":)" + std::to_string(id) + R"(,"method":")" + method +
-         R"(","params":)" + params + "}";
-}
-
-// Initializes the session and checks the result.
-void initialize(ClientHarness& c) {
-  c.send(kInit);
-  const auto m = c.next();
-  REQUIRE(m.kind() == jsonrpc::Kind::result);
-  REQUIRE(m.id() == jsonrpc::Id::integer(1));
-  c.send(kInitialized);
-}
-
-}  // namespace
 
 TEST_CASE(
     "HTTP client: JSON round trip, session id and protocol version on later requests, "
@@ -59,13 +36,13 @@ TEST_CASE(
   test::fake::Server srv(test::fake::mcp(script));
   auto c = std::make_unique<ClientHarness>(test_spec(srv.url()));
 
-  c->send(kInit);
+  c->send(test::kClientInitialize);
   const auto init = c->next();
   CHECK(init.kind() == jsonrpc::Kind::result);
   CHECK(init.id() == jsonrpc::Id::integer(1));
   CHECK(init.text().find("\"serverInfo\"") != std::string_view::npos);
-  c->send(kInitialized);
-  c->send(request(2, "tools/list"));
+  c->send(test::kInitialized);
+  c->send(test::request_body(2, "tools/list"));
   const auto list = c->next();
   CHECK(list.id() == jsonrpc::Id::integer(2));
   CHECK(list.text().find("\"echo\"") != std::string_view::npos);
@@ -81,7 +58,7 @@ TEST_CASE(
   CHECK(init_req->header("Content-Type") == "application/json");
   CHECK(init_req->header("Mcp-Session-Id") == "<absent>");
   CHECK(init_req->header("MCP-Protocol-Version") == "<absent>");
-  CHECK(init_req->body == kInit);
+  CHECK(init_req->body == test::kClientInitialize);
   const auto list_req = srv.wait_for(test::fake::post_with("tools/list"));
   REQUIRE(list_req);
   CHECK(list_req->header("Mcp-Session-Id") == "sess-1");
@@ -101,7 +78,7 @@ TEST_CASE(
   CHECK(get->header("Accept") == "text/event-stream");
   CHECK(get->header("Mcp-Session-Id") == "sess-1");
   CHECK(get->header("Last-Event-ID") == "<absent>");
-  c->send(request(3, "ping"));
+  c->send(test::request_body(3, "ping"));
   CHECK(c->next().id() == jsonrpc::Id::integer(3));
   // Not synchronisation: several reconnect intervals, in which no second GET may go out.
   std::this_thread::sleep_for(300ms);
@@ -116,46 +93,16 @@ TEST_CASE(
   CHECK(c->close_count() == 0);  // the owner's close is not reported back
 }
 
-namespace {
-
-// Captures what the "http" logger writes, at the most verbose level, while it lives.
-class LogCapture {
- public:
-  LogCapture() : logger_(log::get("http")) {
-    sink_ = std::make_shared<spdlog::sinks::ostream_sink_mt>(out_);
-    logger_->sinks().push_back(sink_);
-    level_ = logger_->level();
-    logger_->set_level(spdlog::level::trace);
-  }
-  ~LogCapture() {
-    logger_->set_level(level_);
-    auto& sinks = logger_->sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-  }
-  std::string text() {
-    logger_->flush();
-    return out_.str();
-  }
-
- private:
-  std::shared_ptr<spdlog::logger> logger_;
-  std::ostringstream out_;
-  spdlog::sink_ptr sink_;
-  spdlog::level::level_enum level_;
-};
-
-}  // namespace
-
 TEST_CASE("HTTP client: configured headers go on every request and never into the log",
           "[integration][http][client]") {
-  LogCapture capture;
+  test::LogCapture capture("http", {.level = spdlog::level::trace});
   test::fake::Server srv(test::fake::mcp({}));
   auto spec = test_spec(srv.url("/mcp?token=query-s3cret"));
   spec.headers = {{"Authorization", "Bearer header-s3cret"}, {"X-Tenant", "seven"}};
   {
     ClientHarness c(spec);
     initialize(c);
-    c.send(request(2, "ping"));
+    c.send(test::request_body(2, "ping"));
     CHECK(c.next().id() == jsonrpc::Id::integer(2));
   }
   REQUIRE(srv.wait_for(test::fake::method_is("DELETE")));
@@ -166,7 +113,7 @@ TEST_CASE("HTTP client: configured headers go on every request and never into th
     CHECK(r.header("X-Tenant") == "seven");
     CHECK(r.header("Host") == "127.0.0.1:" + std::to_string(srv.port()));
   }
-  const std::string logged = capture.text();
+  const std::string logged = capture.dump();
   CHECK(logged.find("session initialized") != std::string::npos);  // the capture works
   CHECK(logged.find("Authorization") != std::string::npos);        // names are fine
   CHECK(logged.find("s3cret") == std::string::npos);               // values and queries not
@@ -201,7 +148,7 @@ TEST_CASE(
   srv.start(test::fake::mcp(script));
   ClientHarness c(test_spec(srv.url()));
   initialize(c);
-  c.send(request(2, "tools/call", R"({"name":"x","_meta":{"progressToken":"t1"}})"));
+  c.send(test::request_body(2, "tools/call", R"({"name":"x","_meta":{"progressToken":"t1"}})"));
   const auto progress = c.next();
   CHECK(progress.method() == "notifications/progress");
   const auto sampling = c.next();
@@ -232,7 +179,7 @@ TEST_CASE("HTTP client: a JSON batch response delivers every message",
   test::fake::Server srv(test::fake::mcp(script));
   ClientHarness c(test_spec(srv.url()));
   initialize(c);
-  c.send(request(2, "tools/call"));
+  c.send(test::request_body(2, "tools/call"));
   CHECK(c.next().method() == "notifications/message");
   CHECK(c.next().id() == jsonrpc::Id::integer(2));
 }
@@ -319,7 +266,7 @@ TEST_CASE(
   test::fake::Server srv(test::fake::mcp(script));
   ClientHarness c(test_spec(srv.url()));
   initialize(c);
-  c.send(request(2, "tools/call"));
+  c.send(test::request_body(2, "tools/call"));
   CHECK(c.next().method() == "notifications/progress");
   const auto result = c.next();
   CHECK(result.kind() == jsonrpc::Kind::result);
@@ -330,7 +277,7 @@ TEST_CASE(
   CHECK(resume->header("Mcp-Session-Id") == "sess-1");
   CHECK(resume->header("Accept") == "text/event-stream");
   // Nothing else arrives for the request (no duplicate, no error).
-  c.send(request(3, "ping"));
+  c.send(test::request_body(3, "ping"));
   CHECK(c.next().id() == jsonrpc::Id::integer(3));
   CHECK(c.queued() == 0);
 }
@@ -353,9 +300,9 @@ TEST_CASE("HTTP client: requests beyond the concurrency bound wait for a free co
   {
     ClientHarness c(spec);
     initialize(c);
-    c.send(request(2, "tools/call"));
+    c.send(test::request_body(2, "tools/call"));
     REQUIRE(srv.wait_for(test::fake::post_with("tools/call")));
-    c.send(request(3, "tools/call"));
+    c.send(test::request_body(3, "tools/call"));
     // Not synchronisation: a window in which the second call would have been sent, had the
     // bound not held it back.
     std::this_thread::sleep_for(300ms);
@@ -388,16 +335,16 @@ TEST_CASE(
   {
     ClientHarness c(spec);
     initialize(c);
-    c.send(request(2, "tools/call"));
+    c.send(test::request_body(2, "tools/call"));
     REQUIRE(srv.wait_for(test::fake::post_with("tools/call")));
-    c.send(request(3, "tools/call"));  // waits: one request at a time
+    c.send(test::request_body(3, "tools/call"));  // waits: one request at a time
     c.send(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}})");
     c.send(
         R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"user"}})");
     const auto cancel = srv.wait_for(test::fake::post_with("notifications/cancelled"));
     REQUIRE(cancel);
     CHECK(cancel->has(R"("requestId":2)"));
-    c.send(request(4, "ping"));
+    c.send(test::request_body(4, "ping"));
     CHECK(c.next().id() == jsonrpc::Id::integer(4));
     // Not synchronisation: a window in which a late response or the cancelled call would show.
     std::this_thread::sleep_for(200ms);
@@ -418,11 +365,11 @@ TEST_CASE("HTTP client: a kept-alive connection the server closed is retried on 
   };
   test::fake::Server srv(test::fake::mcp(script));
   ClientHarness c(test_spec(srv.url()));
-  c.send(request(2, "ping"));
+  c.send(test::request_body(2, "ping"));
   CHECK(c.next().id() == jsonrpc::Id::integer(2));
   // The next request goes out only once the server has closed the connection it kept alive.
   REQUIRE(test::eventually([&] { return cuts->load() == 1; }));
-  c.send(request(3, "ping"));
+  c.send(test::request_body(3, "ping"));
   const auto m = c.next();
   CHECK(m.kind() == jsonrpc::Kind::result);
   CHECK(m.id() == jsonrpc::Id::integer(3));
@@ -446,7 +393,7 @@ TEST_CASE("HTTP client: its connections to the upstream have TCP_NODELAY set",
   test::fake::Server srv(test::fake::mcp(script));
   ClientHarness c(test_spec(srv.url()));
   initialize(c);
-  c.send(request(2, "tools/call", R"({"name":"echo"})"));
+  c.send(test::request_body(2, "tools/call", R"({"name":"echo"})"));
   REQUIRE(srv.wait_for(test::fake::post_with("\"tools/call\"")));
   const auto sockets = test::nodelay_of_sockets_to(srv.port());
   release->set_value();

@@ -18,23 +18,6 @@ using test::fake::Request;
 
 namespace {
 
-const std::string kInit =
-    R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",)"
-    R"("capabilities":{},"clientInfo":{"name":"t","version":"1"}}})";
-const std::string kInitialized = R"({"jsonrpc":"2.0","method":"notifications/initialized"})";
-
-std::string request(int id, const std::string& method, const std::string& params = "{}") {
-  return R"({"jsonrpc":"2.0","id":)" + std::to_string(id) + R"(,"method":")" + method +
-         R"(","params":)" + params + "}";
-}
-
-void initialize(ClientHarness& c) {
-  c.send(kInit);
-  const auto m = c.next();
-  REQUIRE(m.kind() == jsonrpc::Kind::result);
-  c.send(kInitialized);
-}
-
 // The error response a client receives for request `id`.
 jsonrpc::Error error_for(ClientHarness& c, int id) {
   const auto m = c.next();
@@ -60,7 +43,7 @@ TEST_CASE(
     "[integration][http][client]") {
   const std::string url = "http://127.0.0.1:" + std::to_string(closed_port()) + "/mcp";
   ClientHarness c(test_spec(url));
-  c.send_all({kInit, request(2, "tools/list")});
+  c.send_all({test::kClientInitialize, test::request_body(2, "tools/list")});
   const std::string expected = "upstream " + url + " unreachable: Connection refused";
   const auto init = error_for(c, 1);
   CHECK(init.code == -32000);
@@ -77,7 +60,7 @@ TEST_CASE(
 TEST_CASE("HTTP client failure: a host name that does not resolve", "[integration][http][client]") {
   // RFC 6761 §6.4: .invalid names never resolve.
   ClientHarness c(test_spec("http://no-such-host.invalid/mcp"));
-  c.send(kInit);
+  c.send(test::kClientInitialize);
   const auto init = error_for(c, 1);
   CHECK(init.code == -32000);
   CHECK_THAT(init.message,
@@ -106,17 +89,17 @@ TEST_CASE(
   test::fake::Server srv(test::fake::mcp(script));
   ClientHarness c(test_spec(srv.url()));
   initialize(c);
-  c.send(request(2, "tools/call"));
+  c.send(test::request_body(2, "tools/call"));
   const auto e500 = error_for(c, 2);
   CHECK(e500.code == -32603);
   CHECK(e500.message ==
         "upstream " + srv.url() + " answered HTTP 500 Internal Server Error: database is down");
-  c.send(request(3, "resources/list"));
+  c.send(test::request_body(3, "resources/list"));
   const auto e401 = error_for(c, 3);
   CHECK(e401.message == "upstream " + srv.url() +
                             " answered HTTP 401 Unauthorized: invalid_token (check the "
                             "credentials in the headers configured for this server)");
-  c.send(request(4, "ping"));
+  c.send(test::request_body(4, "ping"));
   CHECK(c.next().id() == jsonrpc::Id::integer(4));
   CHECK(c.close_count() == 0);
 }
@@ -129,7 +112,7 @@ TEST_CASE("HTTP client failure: initialize answered with an HTTP error closes th
   };
   test::fake::Server srv(test::fake::mcp(script));
   ClientHarness c(test_spec(srv.url()));
-  c.send(kInit);
+  c.send(test::kClientInitialize);
   const std::string expected = "upstream " + srv.url() +
                                " answered HTTP 503 Service Unavailable: <html><body>Service "
                                "Unavailable</body></html>";
@@ -152,7 +135,7 @@ TEST_CASE(
   };
   test::fake::Server srv(test::fake::mcp(script));
   ClientHarness c(test_spec(srv.url()));
-  c.send(kInit);
+  c.send(test::kClientInitialize);
   const auto e = error_for(c, 1);
   CHECK(e.code == -32602);  // the server's own error, unchanged
   CHECK(e.message == "Unsupported protocol version");
@@ -185,9 +168,9 @@ TEST_CASE(
   {
     ClientHarness c(test_spec(srv.url()));
     initialize(c);
-    c.send(request(2, "tools/call"));
+    c.send(test::request_body(2, "tools/call"));
     REQUIRE(srv.wait_for(test::fake::post_with("tools/call")));
-    c.send(request(3, "resources/list"));
+    c.send(test::request_body(3, "resources/list"));
     const std::string expected =
         "upstream " + srv.url() + " session expired (HTTP 404); initialize a new session";
     const auto call = error_for(c, 2);
@@ -219,7 +202,8 @@ TEST_CASE(
   };
   srv.start(test::fake::mcp(script));
   ClientHarness c(test_spec(srv.url()));
-  c.send(kInit);  // and nothing else: the GET stream is the only exchange in flight
+  c.send(
+      test::kClientInitialize);  // and nothing else: the GET stream is the only exchange in flight
   REQUIRE(c.next().kind() == jsonrpc::Kind::result);
   REQUIRE(srv.wait_for(test::fake::method_is("GET")));
   // The server goes away: its connections drop (idle keep-alive ones too) and new ones are
@@ -249,14 +233,14 @@ TEST_CASE(
   test::fake::Server srv(test::fake::mcp(script));
   ClientHarness c(test_spec(srv.url()));
   initialize(c);
-  c.send(request(2, "tools/call"));
+  c.send(test::request_body(2, "tools/call"));
   CHECK(c.next().method() == "notifications/progress");
   const auto e = error_for(c, 2);
   CHECK(e.code == -32000);
   CHECK(e.message == "upstream " + srv.url() +
                          " closed the event stream before answering \"tools/call\"; it gave no "
                          "event id to resume it");
-  c.send(request(3, "ping"));
+  c.send(test::request_body(3, "ping"));
   CHECK(c.next().id() == jsonrpc::Id::integer(3));
   CHECK(c.close_count() == 0);
 }
@@ -273,7 +257,7 @@ TEST_CASE("HTTP client failure: a cut stream whose resumption is refused answers
   test::fake::Server srv(test::fake::mcp(script));  // GET: 405
   ClientHarness c(test_spec(srv.url()));
   initialize(c);
-  c.send(request(2, "tools/call"));
+  c.send(test::request_body(2, "tools/call"));
   const auto e = error_for(c, 2);
   CHECK(e.code == -32000);
   CHECK(e.message == "upstream " + srv.url() +
@@ -301,12 +285,12 @@ TEST_CASE("HTTP client failure: a slow server times out that request, the sessio
     ClientHarness c(spec);
     initialize(c);
     const auto start = std::chrono::steady_clock::now();
-    c.send(request(2, "tools/call"));
+    c.send(test::request_body(2, "tools/call"));
     const auto e = error_for(c, 2);
     CHECK(std::chrono::steady_clock::now() - start >= 290ms);
     CHECK(e.code == -32000);
     CHECK(e.message == "upstream " + srv.url() + " did not answer \"tools/call\" within 300 ms");
-    c.send(request(3, "ping"));
+    c.send(test::request_body(3, "ping"));
     CHECK(c.next().id() == jsonrpc::Id::integer(3));
     CHECK(c.close_count() == 0);
   }
@@ -325,7 +309,7 @@ TEST_CASE("HTTP client failure: an SSE event over the limit answers the request"
   spec.max_event_bytes = 1024;
   ClientHarness c(spec);
   initialize(c);
-  c.send(request(2, "tools/call"));
+  c.send(test::request_body(2, "tools/call"));
   const auto e = error_for(c, 2);
   CHECK(e.code == -32603);
   CHECK(e.message == "upstream " + srv.url() +
@@ -369,7 +353,7 @@ TEST_CASE(
 
   SECTION("verified against the system's store: rejected") {
     ClientHarness c(test_spec(srv.url()));
-    c.send(kInit);
+    c.send(test::kClientInitialize);
     const std::string expected =
         "upstream " + srv.url() + " TLS certificate verification failed: self-signed certificate";
     const auto e = error_for(c, 1);
@@ -385,7 +369,7 @@ TEST_CASE(
     {
       ClientHarness c(spec);
       initialize(c);
-      c.send(request(2, "ping"));
+      c.send(test::request_body(2, "ping"));
       CHECK(c.next().id() == jsonrpc::Id::integer(2));
     }
     CHECK(srv.wait_for(test::fake::method_is("DELETE")));
@@ -395,14 +379,14 @@ TEST_CASE(
     spec.tls_verify = false;
     ClientHarness c(spec);
     initialize(c);
-    c.send(request(2, "ping"));
+    c.send(test::request_body(2, "ping"));
     CHECK(c.next().id() == jsonrpc::Id::integer(2));
   }
   SECTION("a CA file that holds no certificate") {
     auto spec = test_spec(srv.url());
     spec.ca_file = cert.key;
     ClientHarness c(spec);
-    c.send(kInit);
+    c.send(test::kClientInitialize);
     CHECK(error_for(c, 1).message == "upstream " + srv.url() +
                                          " cannot be used: cannot load the CA file \"" + cert.key +
                                          "\": it holds no PEM certificate OpenSSL "
@@ -413,7 +397,7 @@ TEST_CASE(
     auto spec = test_spec(srv.url());
     spec.ca_file = cert.dir.path() + "/missing.pem";
     ClientHarness c(spec);
-    c.send(kInit);
+    c.send(test::kClientInitialize);
     const auto e = error_for(c, 1);
     CHECK(e.message == "upstream " + srv.url() + " cannot be used: cannot read the CA file \"" +
                            spec.ca_file + "\": No such file or directory");
@@ -428,7 +412,7 @@ TEST_CASE("HTTP client TLS: a trusted certificate for another name is rejected",
   auto spec = test_spec(srv.url());
   spec.ca_file = cert.cert;
   ClientHarness c(spec);
-  c.send(kInit);
+  c.send(test::kClientInitialize);
   CHECK(error_for(c, 1).message ==
         "upstream " + srv.url() + " TLS certificate verification failed: IP address mismatch");
   CHECK(c.wait_close().kind == CloseReason::Kind::error);

@@ -20,6 +20,7 @@
 #include <catch2/catch.hpp>
 
 #include "http/client_channel.hpp"
+#include "tests/support/mcp_messages.hpp"
 
 namespace mcpmqtt::test {
 
@@ -156,5 +157,17 @@ class ClientHarness {
   std::deque<bridge::CloseReason> closes_;
   bool closed_ = false;
 };
+
+// The initialize request the client tests send (a 2025 session).
+inline const std::string kClientInitialize = initialize_body(1, "2025-06-18");
+
+// Initializes the session: sends initialize, checks its result, sends notifications/initialized.
+inline void initialize(ClientHarness& c) {
+  c.send(kClientInitialize);
+  const auto m = c.next();
+  REQUIRE(m.kind() == jsonrpc::Kind::result);
+  REQUIRE(m.id() == jsonrpc::Id::integer(1));
+  c.send(kInitialized);
+}
 
 }  // namespace mcpmqtt::test

@@ -8,10 +8,12 @@
 #include "bridge/modern/protocol.hpp"
 #include "tests/http/client_fake_server.hpp"
 #include "tests/http/client_harness.hpp"
+#include "tests/support/wait.hpp"
 
 using namespace mcpmqtt;
 using namespace std::chrono_literals;
 using test::ClientHarness;
+using test::eventually;
 using test::test_spec;
 using test::fake::Conn;
 using test::fake::Request;
@@ -40,16 +42,6 @@ bool hold_until_closed(Conn& c, std::chrono::milliseconds limit = 10s) {
     std::this_thread::sleep_for(20ms);
   }
   return false;
-}
-
-template <typename Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return pred();
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include "bridge/relay/channel.hpp"
 #include "http/server_backend.hpp"
 #include "http/server_listener.hpp"
+#include "tests/support/mcp_messages.hpp"
 
 namespace mcpmqtt::test {
 
@@ -659,25 +660,6 @@ inline std::string at(const Message& m, std::initializer_list<std::string_view> 
   }
   return v->IsString() ? std::string(v->GetString(), v->GetStringLength()) : jsonrpc::to_json(*v);
 }
-
-inline std::string initialize_body(int id = 1, const std::string& version = "2025-11-25") {
-  return R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
-         R"(,"method":"initialize","params":{"protocolVersion":")" + version +
-         R"(","capabilities":{"sampling":{}},"clientInfo":{"name":"raw-test","version":"1"}}})";
-}
-
-inline std::string request_body(int id, const std::string& method,
-                                const std::string& params = "{}") {
-  return R"({"jsonrpc":"2.0","id":)" + std::to_string(id) + R"(,"method":")" + method +
-         R"(","params":)" + params + "}";
-}
-
-inline std::string tool_call(int id, const std::string& tool, const std::string& extra = "") {
-  return request_body(id, "tools/call",
-                      R"({"name":")" + tool + R"(","arguments":{"text":"hello"})" + extra + "}");
-}
-
-inline const std::string kInitialized = R"({"jsonrpc":"2.0","method":"notifications/initialized"})";
 
 // Headers of a POST to the MCP endpoint.
 inline Headers post_headers(const std::string& host, const std::string& session = {},

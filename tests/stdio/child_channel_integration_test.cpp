@@ -23,9 +23,9 @@ using namespace std::chrono_literals;
 using bridge::CloseReason;
 using jsonrpc::Id;
 using jsonrpc::Message;
+using test::LogCapture;
 using test::TempDir;
 using test::stdio::gone;
-using test::stdio::LogCapture;
 using test::stdio::Loop;
 using test::stdio::proc_stat;
 using test::stdio::Recorder;
@@ -45,7 +45,7 @@ ChildSpec spec_for(std::vector<std::string> args = {}) {
 
 struct Fixture {
   Recorder rec;  // declared first: outlives the loop and the channel
-  LogCapture logs;
+  LogCapture logs{"stdio"};
   Loop loop;
   std::shared_ptr<ChildRegistry> registry = std::make_shared<ChildRegistry>();
   std::shared_ptr<ChildChannel> ch;

@@ -21,6 +21,7 @@
 
 #include "bridge/relay/channel.hpp"
 #include "common/log.hpp"
+#include "tests/support/log_capture.hpp"
 
 namespace mcpmqtt::test::stdio {
 
@@ -64,53 +65,6 @@ struct Recorder {
             }};
   }
   bool closed() const { return !closes.empty(); }
-};
-
-// Captures what the "stdio" logger writes while it exists.
-class LogCapture {
- public:
-  LogCapture() : logger_(log::get("stdio")), sink_(std::make_shared<Sink>()) {
-    logger_->sinks().push_back(sink_);
-  }
-  ~LogCapture() {
-    auto& sinks = logger_->sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-  }
-  LogCapture(const LogCapture&) = delete;
-  LogCapture& operator=(const LogCapture&) = delete;
-
-  std::vector<std::string> lines() const {
-    std::lock_guard lock(sink_->mu);
-    return sink_->lines;
-  }
-  // The first captured line containing every one of `parts`, or nullopt.
-  std::optional<std::string> find(const std::vector<std::string>& parts) const {
-    for (const auto& l : lines()) {
-      if (std::all_of(parts.begin(), parts.end(),
-                      [&](const std::string& p) { return l.find(p) != std::string::npos; }))
-        return l;
-    }
-    return std::nullopt;
-  }
-  std::string dump() const {
-    std::string out;
-    for (const auto& l : lines())
-      out += l + "\n";
-    return out;
-  }
-
- private:
-  struct Sink : spdlog::sinks::base_sink<std::mutex> {
-    std::mutex mu;
-    std::vector<std::string> lines;
-    void sink_it_(const spdlog::details::log_msg& msg) override {
-      std::lock_guard lock(mu);
-      lines.emplace_back(msg.payload.data(), msg.payload.size());
-    }
-    void flush_() override {}
-  };
-  std::shared_ptr<spdlog::logger> logger_;
-  std::shared_ptr<Sink> sink_;
 };
 
 // /proc/<pid>/stat: state letter and parent pid; nullopt when the process does not exist.

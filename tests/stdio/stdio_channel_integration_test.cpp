@@ -17,7 +17,7 @@ using namespace std::chrono_literals;
 using bridge::CloseReason;
 using jsonrpc::Id;
 using jsonrpc::Message;
-using test::stdio::LogCapture;
+using test::LogCapture;
 using test::stdio::Loop;
 using test::stdio::Recorder;
 
@@ -68,7 +68,7 @@ struct Host {
 
 struct Fixture {
   Recorder rec;
-  LogCapture logs;
+  LogCapture logs{"stdio"};
   Host host;
   Loop loop;
   std::shared_ptr<StdioChannel> ch;

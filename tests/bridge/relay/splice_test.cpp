@@ -12,14 +12,14 @@ using bridge::Splice;
 
 namespace {
 
-struct Fixture {
+struct SpliceFixture {
   std::shared_ptr<MemoryChannel> client = std::make_shared<MemoryChannel>("client");
   std::shared_ptr<MemoryChannel> server = std::make_shared<MemoryChannel>("server");
   ManualScheduler clock;
   std::optional<CloseReason> closed;
   std::shared_ptr<Splice> splice;
 
-  explicit Fixture(Splice::Hooks hooks = {}, std::size_t max_pending = 4096) {
+  explicit SpliceFixture(Splice::Hooks hooks = {}, std::size_t max_pending = 4096) {
     Splice::Options o;
     o.timeout_for = [](const std::string& method) {
       if (method == "tools/call") return std::chrono::milliseconds(60000);
@@ -45,7 +45,7 @@ const std::string kCall =
 
 TEST_CASE("splice: messages pass both ways unchanged, each request matched to its response",
           "[splice]") {
-  Fixture f;
+  SpliceFixture f;
   CHECK(f.client->started);
   CHECK(f.server->started);
   f.client->inject(kCall);
@@ -78,7 +78,7 @@ TEST_CASE(
     "splice 004 §Timeouts: an unanswered request gets -32001 and the responder is told to "
     "cancel",
     "[splice]") {
-  Fixture f;
+  SpliceFixture f;
   f.client->inject(kCall);
   f.server->take();
   f.clock.advance(59999ms);
@@ -111,7 +111,7 @@ TEST_CASE(
     held.push_back(m);
     return Splice::Verdict::drop;
   };
-  Fixture f(hooks);
+  SpliceFixture f(hooks);
   f.client->inject(R"({"jsonrpc":"2.0","id":1,"method":"resources/list"})");
   f.client->inject(R"({"jsonrpc":"2.0","id":2,"method":"resources/list"})");
   f.server->take();
@@ -141,7 +141,7 @@ TEST_CASE(
     "splice 004 §Timeouts: requests of different timeouts time out each at its own time, in "
     "the order they fall due, with one timer armed for them all",
     "[splice]") {
-  Fixture f;
+  SpliceFixture f;
   f.client->inject(R"({"jsonrpc":"2.0","id":"call","method":"tools/call","params":{}})");  // 60 s
   f.clock.advance(1s);
   f.client->inject(R"({"jsonrpc":"2.0","id":"list","method":"tools/list"})");    // 30 s: at 31 s
@@ -180,7 +180,7 @@ TEST_CASE(
 }
 
 TEST_CASE("splice: progress restarts the clock, up to ten times the timeout", "[splice]") {
-  Fixture f;
+  SpliceFixture f;
   f.client->inject(kCall);
   f.server->take();
   for (int i = 0; i < 5; ++i) {
@@ -211,7 +211,7 @@ TEST_CASE("splice: progress restarts the clock, up to ten times the timeout", "[
 
 TEST_CASE("splice: notifications/cancelled is passed on and the late response dropped",
           "[splice]") {
-  Fixture f;
+  SpliceFixture f;
   f.client->inject(kCall);
   f.server->take();
   f.client->inject(
@@ -237,7 +237,7 @@ TEST_CASE(
     "splice: when the server goes away every pending client request is answered with the "
     "reason, and the client is closed",
     "[splice]") {
-  Fixture f;
+  SpliceFixture f;
   f.client->inject(kCall);
   f.client->inject(R"({"jsonrpc":"2.0","id":"p","method":"ping"})");
   f.server->take();
@@ -263,7 +263,7 @@ TEST_CASE(
     "splice: when the client goes away pending server requests are answered and the server "
     "is closed",
     "[splice]") {
-  Fixture f;
+  SpliceFixture f;
   f.server->inject(R"({"jsonrpc":"2.0","id":5,"method":"sampling/createMessage","params":{}})");
   f.client->take();
   f.client->peer_close({CloseReason::Kind::peer_gone, "client c1 is gone"});
@@ -276,7 +276,7 @@ TEST_CASE(
 }
 
 TEST_CASE("splice: closing from outside answers both sides and closes both", "[splice]") {
-  Fixture f;
+  SpliceFixture f;
   f.client->inject(kCall);
   f.server->inject(R"({"jsonrpc":"2.0","id":"r","method":"roots/list"})");
   f.client->take();
@@ -298,7 +298,7 @@ TEST_CASE("splice: closing from outside answers both sides and closes both", "[s
 }
 
 TEST_CASE("splice: a duplicate id in flight and too many requests are refused", "[splice]") {
-  Fixture f({}, /*max_pending=*/2);
+  SpliceFixture f({}, /*max_pending=*/2);
   f.client->inject(kCall);
   f.client->inject(kCall);
   CHECK(f.server->take().size() == 1);
@@ -316,7 +316,7 @@ TEST_CASE("splice: a duplicate id in flight and too many requests are refused", 
 }
 
 TEST_CASE("splice: initialize that is never answered ends the session", "[splice]") {
-  Fixture f;
+  SpliceFixture f;
   f.client->inject(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{}})");
   f.clock.advance(30s);
   auto to_client = f.client->take();
@@ -331,7 +331,7 @@ TEST_CASE("splice: initialize that is never answered ends the session", "[splice
 }
 
 TEST_CASE("splice: the bridge's own requests get their responses, not the client", "[splice]") {
-  Fixture f;
+  SpliceFixture f;
   std::vector<std::string> got;
   f.splice->request_to_server("resources/subscribe", R"({"uri":"test://x"})",
                               [&](const jsonrpc::Message& m) { got.emplace_back(m.text()); });
@@ -368,7 +368,7 @@ TEST_CASE("splice: hooks see every message and may drop or replace it", "[splice
     if (m.is_request()) m = m.with_id(m.id());  // a replacement of the same kind and id
     return Splice::Verdict::pass;
   };
-  Fixture f(h);
+  SpliceFixture f(h);
   f.server->inject(
       R"({"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"u"}})");
   CHECK(f.client->sent.empty());
@@ -379,7 +379,7 @@ TEST_CASE("splice: hooks see every message and may drop or replace it", "[splice
 
 TEST_CASE("splice: an error with a null id is passed on and an unknown response is dropped",
           "[splice]") {
-  Fixture f;
+  SpliceFixture f;
   f.server->inject(
       R"({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}})");
   CHECK(f.client->take().size() == 1);
@@ -388,7 +388,7 @@ TEST_CASE("splice: an error with a null id is passed on and an unknown response 
 }
 
 TEST_CASE("splice: the bridge can ask the client too (a liveness ping)", "[splice]") {
-  Fixture f;
+  SpliceFixture f;
   std::vector<std::string> got;
   f.splice->request_to(Splice::Side::client, "ping", "",
                        [&](const jsonrpc::Message& m) { got.emplace_back(m.text()); });
@@ -419,7 +419,7 @@ TEST_CASE("splice: last words for the client come before the close, and only to 
     return std::vector<jsonrpc::Message>{jsonrpc::Message::result(jsonrpc::Id::integer(9), "{}")};
   };
   SECTION("the server goes away") {
-    Fixture f(hooks);
+    SpliceFixture f(hooks);
     f.client->inject(kCall);
     f.server->take();
     f.server->peer_close({CloseReason::Kind::peer_gone, "server s1 went offline"});
@@ -431,13 +431,13 @@ TEST_CASE("splice: last words for the client come before the close, and only to 
     CHECK(reasons == std::vector<std::string>{"server s1 went offline"});
   }
   SECTION("closed from outside") {
-    Fixture f(hooks);
+    SpliceFixture f(hooks);
     f.splice->close({CloseReason::Kind::shutdown, "the bridge is stopping"});
     CHECK(f.client->take() == std::vector<std::string>{R"({"jsonrpc":"2.0","id":9,"result":{}})"});
     CHECK(reasons == std::vector<std::string>{"the bridge is stopping"});
   }
   SECTION("the client goes away: nobody to tell") {
-    Fixture f(hooks);
+    SpliceFixture f(hooks);
     f.client->peer_close({CloseReason::Kind::peer_gone, "client gone"});
     CHECK(f.client->take().empty());
     CHECK(reasons.empty());

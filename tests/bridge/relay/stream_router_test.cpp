@@ -17,7 +17,7 @@ using To = StreamRouter::Routed::To;
 
 namespace {
 
-Message parse(const std::string& text) {
+Message parse_message(const std::string& text) {
   auto m = Message::parse(text);
   INFO(text);
   REQUIRE(m.has_value());
@@ -26,29 +26,30 @@ Message parse(const std::string& text) {
 
 Message request(int id, const std::string& token_json = "") {
   if (token_json.empty())
-    return parse(R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
-                 R"(,"method":"tools/call","params":{"name":"x"}})");
-  return parse(R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
-               R"(,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":)" +
-               token_json + "}}}");
+    return parse_message(R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
+                         R"(,"method":"tools/call","params":{"name":"x"}})");
+  return parse_message(R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
+                       R"(,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":)" +
+                       token_json + "}}}");
 }
 
 Message result(int id) {
-  return parse(R"({"jsonrpc":"2.0","id":)" + std::to_string(id) + R"(,"result":{}})");
+  return parse_message(R"({"jsonrpc":"2.0","id":)" + std::to_string(id) + R"(,"result":{}})");
 }
 
 Message notification(const std::string& method) {
-  return parse(R"({"jsonrpc":"2.0","method":")" + method + R"("})");
+  return parse_message(R"({"jsonrpc":"2.0","method":")" + method + R"("})");
 }
 
 Message progress(const std::string& token_json, int n = 1) {
-  return parse(R"({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":)" +
-               token_json + R"(,"progress":)" + std::to_string(n) + "}}");
+  return parse_message(
+      R"({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":)" +
+      token_json + R"(,"progress":)" + std::to_string(n) + "}}");
 }
 
 Message server_request(int id) {
-  return parse(R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
-               R"(,"method":"sampling/createMessage","params":{}})");
+  return parse_message(R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
+                       R"(,"method":"sampling/createMessage","params":{}})");
 }
 
 StreamRouter::StreamOptions sse(bool attached = true) {
@@ -603,7 +604,7 @@ TEST_CASE(
   const auto call = open(r, {request(3)});
   REQUIRE(r.open_get());
   auto tagged = [](int sid) {
-    return parse(
+    return parse_message(
         R"({"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":)" +
         std::to_string(sid) + R"(},"uri":"a://x"}})");
   };
@@ -630,7 +631,7 @@ TEST_CASE(
   listen.listen = true;
   const auto l = open(r, {request(1)}, listen);
   for (int i = 0; i < 100; ++i) {
-    auto routed = r.route(parse(
+    auto routed = r.route(parse_message(
         R"({"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":1}}})"));
     CHECK(routed.evicted.empty());  // written ones go quietly
   }
@@ -658,13 +659,13 @@ std::size_t rss_kib() {
 }
 
 Message big_notification(std::size_t bytes) {
-  return parse(R"({"jsonrpc":"2.0","method":"notifications/message","params":{"data":")" +
-               std::string(bytes, 'x') + R"("}})");
+  return parse_message(R"({"jsonrpc":"2.0","method":"notifications/message","params":{"data":")" +
+                       std::string(bytes, 'x') + R"("}})");
 }
 
 Message big_result(int id, std::size_t bytes) {
-  return parse(R"({"jsonrpc":"2.0","id":)" + std::to_string(id) + R"(,"result":{"text":")" +
-               std::string(bytes, 'y') + R"("}})");
+  return parse_message(R"({"jsonrpc":"2.0","id":)" + std::to_string(id) + R"(,"result":{"text":")" +
+                       std::string(bytes, 'y') + R"("}})");
 }
 
 StreamRouter::Limits byte_limits(std::size_t backlog_bytes, std::size_t replay_bytes) {
