@@ -7,11 +7,11 @@
 #   scripts/test.sh --keep-going    runs every phase whatever fails (also MCPMQTT_KEEP_GOING=1)
 #
 # The phases (CONTRIBUTING.md, "The test command", says what each costs and proves):
-#   install, checks (format, layers), builds (ASan+UBSan, release, TSan, fuzz), ASan unit tests,
-#   ASan integration tests (every integration test on the native engine; the engine contract and
-#   the fault suite on Paho), release tests (unit tests, and the integration tests whose evidence
-#   needs optimised code), soak, TSan unit tests, container, fuzz (every committed input replayed,
-#   then 60 s of new inputs).
+#   install, checks (format, layers), the ASan+UBSan build, ASan unit tests, ASan integration
+#   tests (every integration test on the native engine; the engine contract and the fault suite
+#   on Paho) while the release, TSan and fuzz builds run in the background, release tests (unit
+#   tests, and the integration tests whose evidence needs optimised code), soak, TSan unit
+#   tests, container, fuzz (every committed input replayed, then 60 s of new inputs).
 # Compiles go through ccache (CONTRIBUTING.md, "Builds"): CCACHE_DIR if set, else ccache's own
 # default (~/.cache/ccache), outside the clone.
 set -euo pipefail
@@ -149,19 +149,80 @@ phase "checks (format, layers)" checks
 # The layer checks ran above; CTest registers them too, for a developer's `ctest`.
 no_checks='includes keep the layers|layer check reports seeded'
 
-# Every build before any test: a flavour that does not compile fails the run in minutes. Only
-# the targets each tier runs (`all` is the same for the first two).
+# The ASan build first, alone on the cores: the first tests need it. Only the targets each tier
+# runs are built (`all` is the same for the first two).
 phase "build (asan)" build asan scripts/build.sh asan --target unit_tests --target integration_tests
-# The release tier's integration tests are those labelled integration-release: its
-# integration_tests program is built from the files that hold them (tests/CMakeLists.txt).
-phase "build (release)" build release scripts/build.sh release -DMCPMQTT_INTEGRATION_FILES=release \
-  --target unit_tests --target integration_tests --target mcp-mqtt-bridge --target mcp_test_server
-phase "build (tsan)" build tsan scripts/build.sh tsan --target unit_tests
-phase "build (fuzz)" build fuzz scripts/fuzz.sh --build-only
+
+# The other flavours build in the background, one after the other, at the lowest CPU priority,
+# while the ASan tests run: those mostly wait (on brokers, child processes, timeouts) and leave
+# close to one of the two cores idle, which the builds take; a test that needs the CPU gets it
+# first. Each build's output goes to build-logs/build-FLAVOUR.log and its seconds to the table
+# (marked "overlapped"); each tier waits for its own build. A build that fails stops the run
+# where its tier would start.
+background_build() {
+  local flavour=$1 rc=0 t0 c0
+  shift
+  t0=$(date +%s)
+  cpu_seconds
+  c0=$cpu_now
+  build "$flavour" "$@" >"$logs/build-$flavour.log" 2>&1 || rc=$?
+  cpu_seconds
+  echo "$(( $(date +%s) - t0 )) $(( cpu_now - c0 )) $rc" >"$logs/build-$flavour.result"
+  return $rc
+}
+background_builds() {
+  renice -n 19 -p "$BASHPID" >/dev/null
+  background_build release scripts/build.sh release -DMCPMQTT_INTEGRATION_FILES=release \
+      --target unit_tests --target integration_tests --target mcp-mqtt-bridge \
+      --target mcp_test_server &&
+    background_build tsan scripts/build.sh tsan --target unit_tests &&
+    background_build fuzz scripts/fuzz.sh --build-only
+}
+builds_pid=""
+if [[ -z $stopped ]]; then
+  # Monitor mode for this one job: it gets a process group of its own, which a failed run kills.
+  set -m
+  background_builds &
+  builds_pid=$!
+  set +m
+fi
+stop_builds() {
+  [[ -n $builds_pid ]] && kill -TERM -- "-$builds_pid" 2>/dev/null || true
+}
+trap stop_builds EXIT
+
+# build_done FLAVOUR: waits for the background build of FLAVOUR (or for the builds to end),
+# then puts its row in the table; fails if it failed or never ran.
+build_done() {
+  local flavour=$1 name="build ($1)" result="$logs/build-$1.result"
+  if [[ -n $stopped ]]; then
+    phases+=("$(printf '%-26s %6s' "$name" "not run")")
+    return 0
+  fi
+  local waited=$SECONDS
+  while [[ ! -e $result ]] && kill -0 "$builds_pid" 2>/dev/null; do sleep 1; done
+  waited=$(( SECONDS - waited ))
+  local secs=0 cpu=0 rc=1
+  [[ -e $result ]] && read -r secs cpu rc <"$result"
+  grep -h '^ccache' "$logs/build-$flavour.log" >&2 || true
+  phases+=("$(printf '%-26s %6d s  (CPU %5d s)  %s' "$name" "$secs" "$cpu" \
+              "$([[ $rc == 0 ]] && echo ok || echo "FAILED"), overlapped; waited for: $waited s")")
+  echo "--- $name: $secs s, CPU $cpu s, overlapped (waited for $waited s; total $(( $(date +%s) - start )) s)$([[ $rc == 0 ]] || echo ", FAILED")" >&2
+  if [[ $rc != 0 ]]; then
+    tail -n 60 "$logs/build-$flavour.log" >&2 || true
+    failed=$((failed + 1))
+    status=1
+    (( keep_going )) || stopped=$name
+  fi
+  return 0
+}
 
 phase "tests (asan unit)" tests asan-unit build-asan -L '^unit$' -E "$no_checks"
 # Integration tests start their own brokers on free ports, so they may run side by side.
 phase "tests (asan integration)" tests asan-integration build-asan -L '^integration'
+[[ -z $stopped ]] || stop_builds
+
+build_done release
 phase "tests (release)" tests release build -L '^(unit|integration-release)$' -E "$no_checks"
 
 # The soak's CI variant (README, Reliability): 60 s of mixed traffic through the release build
@@ -175,6 +236,7 @@ tsan_tests() {
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     tests tsan-unit build-tsan -L '^unit$' -E "test names are safe|$no_checks"
 }
+build_done tsan
 phase "tests (tsan unit)" tsan_tests
 
 # The image for real: podman builds docker/Dockerfile (reusing the base image and the layers of
@@ -196,6 +258,7 @@ fuzz() {
   (( rc == 0 || n_failed > 0 )) || failed=$((failed + 1))
   return $rc
 }
+build_done fuzz
 phase "fuzz" fuzz
 
 echo "=== summary ===" >&2
