@@ -184,8 +184,15 @@ fs.writeFileSync(
   JSON.stringify({
     ...common,
     mqtt: { url: brokerUrl, reconnect_min_ms: 100, reconnect_max_ms: 1000 },
+    // Sessions the clients leave behind (HTTP sessions, the 2026-07-28 gateway's pooled MQTT
+    // sessions) end well within the quiescence wait below, so that the egress's children can
+    // all be gone by then.
     http: { listen: `127.0.0.1:${httpPort}`, limits: { session_idle_timeout_ms: 5000 } },
-    ingress: { default_server: 'test/soak', presence_wait_ms: 3000 },
+    ingress: {
+      default_server: 'test/soak',
+      presence_wait_ms: 3000,
+      modern: { idle_timeout_ms: 5000 },
+    },
     mcpServers: {},
   }),
 );
