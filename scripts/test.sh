@@ -42,11 +42,12 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 # CPU seconds (user + system) of the processes this script has waited for, from bash's `times`
-# (its second line: the children's), read in this shell: a subshell would count its own.
+# (its second line: the children's), read in this shell: a subshell would count its own (the
+# background builds do, each shell in a file of its own).
 cpu_seconds() {
-  times >"$logs/.times"
+  times >"$logs/.times.$BASHPID"
   cpu_now=$(awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/)
-                           printf "%d", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$logs/.times")
+                           printf "%d", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$logs/.times.$BASHPID")
 }
 
 # phase NAME COMMAND…: runs one phase, records its seconds and its result. A phase that fails
@@ -173,18 +174,24 @@ background_build() {
 background_builds() {
   renice -n 19 -p "$BASHPID" >/dev/null
   background_build release scripts/build.sh release -DMCPMQTT_INTEGRATION_FILES=release \
-      --target unit_tests --target integration_tests --target mcp-mqtt-bridge \
-      --target mcp_test_server &&
+      -DMCPMQTT_BUILD_BENCHMARKS=ON --target unit_tests --target integration_tests \
+      --target mcp-mqtt-bridge --target mcp_test_server --target mcp_events_server \
+      --target bench_relay --target bench_compare --target bench_fanout --target bench_modern \
+      --target bench_webhooks --target bench_mqtt_echo_server &&
     background_build tsan scripts/build.sh tsan --target unit_tests &&
     background_build fuzz scripts/fuzz.sh --build-only
 }
 builds_pid=""
 if [[ -z $stopped ]]; then
-  # Monitor mode for this one job: it gets a process group of its own, which a failed run kills.
-  set -m
-  background_builds &
-  builds_pid=$!
-  set +m
+  # Started from a subshell that exits at once, so that the builds are not this shell's children:
+  # their CPU seconds would otherwise land in the phase during which they end (bash's `times`).
+  # Monitor mode gives them a process group of their own, which a failed run kills.
+  (
+    set -m
+    background_builds </dev/null &
+    echo $! >"$logs/builds.pid"
+  )
+  builds_pid=$(<"$logs/builds.pid")
 fi
 stop_builds() {
   [[ -n $builds_pid ]] && kill -TERM -- "-$builds_pid" 2>/dev/null || true
@@ -228,6 +235,10 @@ phase "tests (release)" tests release build -L '^(unit|integration-release)$' -E
 # The soak's CI variant (README, Reliability): 60 s of mixed traffic through the release build
 # while the broker, children and ingress processes are killed; every request accounted for.
 phase "soak" check "soak" scripts/soak.sh --seconds 60
+
+# Each benchmark once at a tiny size on the release build: they still run, and every answer,
+# event and delivery arrives (not a measurement; bench/README.md has those).
+phase "bench smoke" check "bench smoke" scripts/bench-smoke.sh build
 
 # ThreadSanitizer: the unit tests (the core's code under the loop, the Paho engine's gate and its
 # callback threads, the I/O threads of the test support). The whole integration tier under TSan
