@@ -376,8 +376,11 @@ int main(int argc, char** argv) {
       "event |\n"
       "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   const StealMeter steal;
+  std::size_t lost = 0, misrouted = 0;
   for (auto n : counts) {
     const Row r = run(mode, n, per_session, updates, interval_ms, client_threads, bridge_threads);
+    lost += r.lost;
+    misrouted += r.misrouted;
     std::printf(
         "| %zu | %zu | %zu | %.2f | %.2f | %.2f | %zu | %zu | %.1f | %.1f | %.1f | %.1f | %.1f | "
         "%.1f |\n",
@@ -388,5 +391,10 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   std::printf("\n(CPU time stolen by the hypervisor: %.1f %%)\n", steal.percent());
+  // Latencies measured while updates went missing or astray are no result.
+  if (lost > 0 || misrouted > 0) {
+    std::fprintf(stderr, "bench_fanout: %zu updates lost, %zu misrouted\n", lost, misrouted);
+    return 1;
+  }
   return 0;
 }

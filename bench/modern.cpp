@@ -359,6 +359,11 @@ int main(int argc, char** argv) {
       std::printf(" %.0f", v);
     std::printf("\nerrors: %zu; CPU time stolen by the hypervisor: %.1f %%\n", errors,
                 steal.percent());
+    // Throughput measured while requests failed is no result.
+    if (errors > 0) {
+      std::cerr << "bench_modern: " << errors << " requests failed\n";
+      return 1;
+    }
   } catch (const std::exception& e) {
     std::cerr << "benchmark failed: " << e.what() << "\n";
     return 1;

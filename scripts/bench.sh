@@ -14,6 +14,9 @@
 #                                             disk (about 1 minute)
 #   scripts/bench.sh relay [ARGS…]            the relay core's own cost per request, no I/O
 #                                             (seconds; under callgrind for instruction counts)
+#   scripts/bench.sh smoke                    each of them once at a tiny size, failing when an
+#                                             answer, event or delivery goes missing (about 2
+#                                             minutes; the test command runs it on build/)
 #
 # e.g. scripts/bench.sh compare --only 1,2 --requests 500,
 #      scripts/bench.sh compare --only 3 --engines native --brokers default (one cell),
@@ -22,13 +25,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 which=all
 case "${1:-}" in
-  compare | fanout | modern | webhooks | relay)
+  compare | fanout | modern | webhooks | relay | smoke)
     which=$1
     shift
     ;;
   "") ;;
   *)
-    echo "usage: scripts/bench.sh [compare|fanout|modern|webhooks|relay [ARGS…]]" >&2
+    echo "usage: scripts/bench.sh [compare|fanout|modern|webhooks|relay [ARGS…]|smoke]" >&2
     exit 2
     ;;
 esac
@@ -39,6 +42,7 @@ cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMCPMQTT_B
 cmake --build build-bench --parallel "${MCPMQTT_BUILD_JOBS:-2}" \
   --target bench_fanout bench_compare bench_modern bench_webhooks bench_relay bench_mqtt_echo_server \
   mcp-mqtt-bridge mcp_test_server mcp_events_server
+[[ $which != smoke ]] || exec scripts/bench-smoke.sh build-bench
 if [[ $which == all || $which == compare ]]; then
   echo "== the bridge against the floor and supergateway, per MQTT engine and broker: latency, throughput, sessions, payload =="
   build-bench/bench/bench_compare "$@"
