@@ -328,11 +328,8 @@ void ServerConnection::ex_open(std::uint64_t serial, Response head) {
   // The head waits for the first event, at most kHeadDelay: a response that comes soon then
   // goes out with its head and the end of the body in one write — one send here, one wake-up
   // for the client, instead of three.
-  head_pending_ = true;
-  head_due_ = false;
-  writing_ = false;
+  writer_ = Writer::head_waits;
   ending_ = false;
-  terminating_ = false;
   last_chunk_at_ = std::chrono::steady_clock::now();
   head_deadline_ = last_chunk_at_ + kHeadDelay;
   arm_stream_tick(head_deadline_);
@@ -394,7 +391,7 @@ void ServerConnection::finish_response(Response& res, bool streaming) {
 }
 
 void ServerConnection::write_response(Response res, bool close_after) {
-  if (phase_ == Phase::closed) return;
+  if (phase_ == Phase::closed || phase_ == Phase::lingering) return;
   if (close_after) keep_alive_ = false;
   finish_response(res, false);
   response_ = std::make_shared<Response>(std::move(res));
@@ -415,12 +412,12 @@ void ServerConnection::on_write(beast::error_code ec) {
 }
 
 void ServerConnection::next_request() {
-  if (phase_ == Phase::closed) return;
+  if (phase_ == Phase::closed || phase_ == Phase::lingering) return;
   if (!keep_alive_ || state_->stopping) return linger_close();
   phase_ = Phase::reading;
-  if (watching_) {
+  if (watch_ != Watch::off) {
     // The read kept open during the response may hold the start of the next request.
-    read_after_watch_ = true;
+    watch_ = Watch::on_then_read;
     beast::error_code ignored;
     stream_.socket().cancel(ignored);
     return;
@@ -429,13 +426,13 @@ void ServerConnection::next_request() {
 }
 
 void ServerConnection::pump() {
-  if (phase_ != Phase::streaming || writing_) return;
+  if (phase_ != Phase::streaming || write_in_flight()) return;
   while (true) {
     // Everything pushed since the last write, in one buffer: the two buffers trade places, so
     // their capacity is reused and a push allocates nothing once they have grown.
     out_.clear();
     const auto taken =
-        pushes_->take(out_, head_pending_ ? -1 : stream_.socket().native_handle(), ending_);
+        pushes_->take(out_, head_pending() ? -1 : stream_.socket().native_handle(), ending_);
     last_chunk_at_ = std::max(last_chunk_at_, taken.lent_write_at);
     if (taken.ending) ending_ = true;
     const bool framed = taken.framed;    // out_ is the tail of a lent send: already chunks
@@ -443,9 +440,10 @@ void ServerConnection::pump() {
     // Nothing to send yet: the head waits for an event (or its deadline); once it is out, the
     // pushers write on the socket themselves (it is lent now) until the writer's next turn.
     if (taken.lent) return;
-    if (!framed && out_.empty() && !ending_ && !taken.closed && head_pending_ && !head_due_) return;
+    if (!framed && out_.empty() && !ending_ && !taken.closed && writer_ == Writer::head_waits)
+      return;
     if (terminated && out_.empty()) return finish_stream();  // a lent send ended the body
-    if (out_.empty() && !head_pending_ && !ending_) break;
+    if (out_.empty() && !head_pending() && !ending_) break;
     // One write: the head (if still pending), the chunk (RFC 9112 §7.1: size in hex, CRLF,
     // data, CRLF) framed by hand, and the last chunk when the stream ends with it. Written on the
     // socket itself: a write of plain buffers is a small operation Asio recycles, where Beast's
@@ -454,7 +452,7 @@ void ServerConnection::pump() {
     static constexpr char kCrlfEnd[] = "\r\n0\r\n\r\n";
     std::array<net::const_buffer, 5> parts;
     std::size_t n = 0;
-    if (head_pending_) parts[n++] = net::buffer(head_bytes_);
+    if (head_pending()) parts[n++] = net::buffer(head_bytes_);
     if (framed) {
       parts[n++] = net::buffer(out_);
     } else {
@@ -481,9 +479,9 @@ void ServerConnection::pump() {
       state_->log->debug("{} SSE write failed: {}", label_, ec.message());
       return close();
     }
-    if (sent > 0) head_pending_ = false;
+    if (sent > 0) writer_ = Writer::idle;  // the head is out
     if (!ec && sent == total) {
-      head_pending_ = false;
+      writer_ = Writer::idle;
       if (terminated) return finish_stream();
       after_chunk();
       continue;  // pushes that came meanwhile, else lend the socket, else end the stream
@@ -502,9 +500,7 @@ void ServerConnection::pump() {
       skip = 0;
     }
     out_.swap(rest);
-    head_pending_ = false;
-    terminating_ = terminated;
-    writing_ = true;
+    writer_ = terminated ? Writer::writing_last : Writer::writing;
     // No timer operation per event: the stream tick checks this deadline (see on_stream_tick).
     chunk_deadline_ = last_chunk_at_ + write_limit(out_.size());
     net::async_write(
@@ -515,12 +511,13 @@ void ServerConnection::pump() {
 }
 
 void ServerConnection::on_chunk(beast::error_code ec) {
-  writing_ = false;
+  const bool last = writer_ == Writer::writing_last;
+  writer_ = Writer::idle;
   if (ec) {
     state_->log->debug("{} SSE write failed: {}", label_, ec.message());
     return close();
   }
-  if (terminating_) return finish_stream();
+  if (last) return finish_stream();
   after_chunk();
   // Pushes that came during the write found it busy: take them now.
   pump();
@@ -534,9 +531,7 @@ void ServerConnection::after_chunk() {
 
 void ServerConnection::finish_stream() {
   pushes_->close(false);
-  writing_ = false;
-  terminating_ = false;
-  head_pending_ = false;
+  writer_ = Writer::idle;
   write_timer_.cancel();
   keepalive_timer_.cancel();
   gone_ = nullptr;
@@ -571,17 +566,17 @@ void ServerConnection::arm_stream_tick(std::chrono::steady_clock::time_point at)
 void ServerConnection::on_stream_tick() {
   if (phase_ != Phase::streaming || ending_) return;
   const auto now = std::chrono::steady_clock::now();
-  if (head_pending_) {
+  if (head_pending()) {
     if (now < head_deadline_) return arm_stream_tick(head_deadline_);
     // No event within kHeadDelay: the head goes out alone, and keep-alives follow.
-    head_due_ = true;
+    writer_ = Writer::head_due;
     last_chunk_at_ = now;
     pump();
     if (phase_ != Phase::streaming) return;
-    return arm_stream_tick(writing_ ? std::min(chunk_deadline_, now + keepalive())
-                                    : now + keepalive());
+    return arm_stream_tick(write_in_flight() ? std::min(chunk_deadline_, now + keepalive())
+                                             : now + keepalive());
   }
-  if (writing_ && now >= chunk_deadline_) {
+  if (write_in_flight() && now >= chunk_deadline_) {
     state_->log->info(
         "{} a write made no progress for {} s; closing the connection", label_,
         std::chrono::duration_cast<std::chrono::seconds>(now - last_chunk_at_).count());
@@ -589,12 +584,12 @@ void ServerConnection::on_stream_tick() {
   }
   last_chunk_at_ = std::max(last_chunk_at_, pushes_->lent_write_at());
   auto next = last_chunk_at_ + keepalive();
-  if (!writing_ && now >= next) {
+  if (!write_in_flight() && now >= next) {
     pushes_->add_if_idle(sse_keepalive());
     pump();
     next = now + keepalive();
   }
-  if (writing_) next = std::min(next, chunk_deadline_);
+  if (write_in_flight()) next = std::min(next, chunk_deadline_);
   arm_stream_tick(next);
 }
 
@@ -613,25 +608,25 @@ void ServerConnection::arm_write_timer(std::size_t bytes) {
 // ---- the read kept open while a session answers ------------------------------------------------
 
 void ServerConnection::start_watch() {
-  if (watching_ || phase_ == Phase::closed) return;
-  if (!lingering_ && buffer_.size() >= kPipelineLimit) return;
-  watching_ = true;
+  if (watch_ != Watch::off || phase_ == Phase::closed) return;
+  if (phase_ != Phase::lingering && buffer_.size() >= kPipelineLimit) return;
+  watch_ = Watch::on;
   stream_.async_read_some(
       buffer_.prepare(4096),
       [self = shared_from_this()](beast::error_code ec, std::size_t n) { self->on_watch(ec, n); });
 }
 
 void ServerConnection::on_watch(beast::error_code ec, std::size_t n) {
-  watching_ = false;
+  const bool read_next = watch_ == Watch::on_then_read;
+  watch_ = Watch::off;
   buffer_.commit(n);
   if (phase_ == Phase::closed) return;
-  if (lingering_) {
+  if (phase_ == Phase::lingering) {
     buffer_.consume(buffer_.size());
     if (ec) return close();
     return start_watch();
   }
-  if (read_after_watch_) {
-    read_after_watch_ = false;
+  if (read_next) {
     if (ec && ec != net::error::operation_aborted) return close();
     return do_read();
   }
@@ -651,8 +646,8 @@ void ServerConnection::stop_pushes(bool release_buffers) {
 }
 
 void ServerConnection::linger_close() {
-  if (phase_ == Phase::closed || lingering_) return;
-  lingering_ = true;
+  if (phase_ == Phase::closed || phase_ == Phase::lingering) return;
+  phase_ = Phase::lingering;
   stop_pushes(false);
   beast::error_code ignored;
   stream_.socket().shutdown(net::ip::tcp::socket::shutdown_send, ignored);

@@ -61,7 +61,36 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection>,
   boost::asio::any_io_executor executor() { return stream_.get_executor(); }
 
  private:
-  enum class Phase { reading, waiting, writing, streaming, closed };
+  // What the connection is doing. A request's answer is one of: a whole response (writing), or
+  // a session's answer (waiting) that is then a whole response (writing) or an SSE stream
+  // (streaming); after it, the next request (reading) or, when the connection ends, lingering.
+  enum class Phase {
+    reading,    // a request: header, then body (one deadline for both)
+    waiting,    // the request is with its session, which has not answered yet
+    writing,    // a whole response is being written
+    streaming,  // an SSE response: the writer below says where it is
+    lingering,  // the last response is out and the send side shut: what the client still
+                // sends is read and dropped (kLingerTime), so it reads that response, not a reset
+    closed,
+  };
+  // Where the writer of an SSE response is (Phase::streaming).
+  enum class Writer {
+    head_waits,    // the head waits (at most kHeadDelay) for the first event, to go out with it
+    head_due,      // no event came in time: the head goes out alone on the next turn
+    idle,          // nothing in flight: pushes are sent on the lent socket or wait for a turn
+    writing,       // a write of the rest of a send is in flight
+    writing_last,  // ... and it ends the body
+  };
+  // The read kept open while a request is with its session (and while lingering).
+  enum class Watch {
+    off,
+    on,            // a read is in flight: a client that goes away is noticed at once
+    on_then_read,  // ... and the next request is to be read once it is cancelled
+  };
+  bool head_pending() const { return writer_ == Writer::head_waits || writer_ == Writer::head_due; }
+  bool write_in_flight() const {
+    return writer_ == Writer::writing || writer_ == Writer::writing_last;
+  }
 
   void do_read();
   void on_header(boost::beast::error_code ec);
@@ -121,16 +150,13 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection>,
   // Streams.
   // The head of a stream waits (at most kHeadDelay) for the first event, to go out with it.
   std::string head_bytes_;
-  bool head_pending_ = false;
-  bool head_due_ = false;
   std::chrono::steady_clock::time_point head_deadline_{};
-  bool terminating_ = false;  // the write in flight ends the body
+  Writer writer_ = Writer::idle;
+  bool ending_ = false;  // the session ended the stream: the body ends once what it sent is out
   std::shared_ptr<PushQueue> pushes_;
   log::Throttle overflow_log_;
   std::string out_;      // the bytes being written (swapped with PushQueue::bytes)
   char chunk_head_[24];  // the chunk-size line of the chunk being written
-  bool writing_ = false;
-  bool ending_ = false;
   std::chrono::steady_clock::time_point last_chunk_at_{};   // the last chunk write began
   std::chrono::steady_clock::time_point chunk_deadline_{};  // it must be done by then
 
@@ -138,10 +164,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection>,
   boost::asio::steady_timer keepalive_timer_;  // streams: keep-alive and write stalls
   boost::asio::steady_timer linger_timer_;
 
-  // The read kept open while a session answers.
-  bool watching_ = false;
-  bool read_after_watch_ = false;
-  bool lingering_ = false;
+  Watch watch_ = Watch::off;
 };
 
 }  // namespace mcpmqtt::http

@@ -147,7 +147,7 @@ class Message {
   const rapidjson::Value* params() const;
   const rapidjson::Value* result_value() const;
 
-  // A copy of this message with a different id (requests and responses).
+  // A copy of this message with a different id (requests and responses), not parsed again.
   Message with_id(const Id& id) const;
 
  private:

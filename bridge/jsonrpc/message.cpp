@@ -282,7 +282,25 @@ Message Message::with_id(const Id& id) const {
     it->value = v;
   else
     d.AddMember("id", v, d.GetAllocator());
-  return from_trusted_text(to_json(d));
+  // Everything but the id is this message's, already read: the copy is not parsed again.
+  // RapidJSON writes the text compactly (no raw line break), from a document parse() accepted.
+  auto st = std::make_shared<State>();
+  st->text = std::make_shared<const std::string>(to_json(d));
+  st->kind = s_->kind;
+  st->method = s_->method;
+  st->id = id;
+  st->progress_token = s_->progress_token;
+  st->subscription_id = s_->subscription_id;
+  st->err = s_->err;
+#ifndef NDEBUG
+  // Debug builds (the sanitizer tier) check that a full read agrees.
+  auto check = from_trusted_text(*st->text);
+  if (check.kind() != st->kind || check.id() != st->id || check.method() != st->method ||
+      check.progress_token() != st->progress_token ||
+      check.subscription_id() != st->subscription_id || !(check.error() == st->err))
+    throw std::invalid_argument("internal error: with_id does not match its text");
+#endif
+  return Message(std::move(st));
 }
 
 }  // namespace mcpmqtt::jsonrpc
