@@ -1,61 +1,12 @@
 // The upstream end of one egress session when the server may speak only MCP 2026-07-28: a
 // channel between the splice and the real upstream channel (a child process, an upstream HTTP
-// client) that speaks 2025 to the MQTT side — which stays a session (004 §Initialization) — and
-// 2026-07-28 to the server once the server is found to be modern.
-//
-// Negotiation, at the MQTT client's initialize (basic/versioning §Compatibility Matrix; stdio
-// §Backward Compatibility):
-// - server/discover first, with the envelope made from the initialize (its capabilities and
-//   clientInfo), on `Options::probe_channel` when given (stdio: a short-lived copy of the child,
-//   so a 2025-only server that chokes on a request before initialize does not take the session's
-//   own child with it) or else on the upstream itself (HTTP: a sessionless POST);
-// - a DiscoverResult listing 2026-07-28 → the client's initialize is tried too (on the probe copy
-//   when there is one, else on the upstream): answered → the server speaks both eras (`both`);
-//   refused, or no answer within `discover_timeout` → modern (a 2026-only server);
-// - with a server of both eras, each session gets the one that loses nothing for its MQTT
-//   client: 2025 (legacy) for a client that initialized as 2025 clients do, since the 2026
-//   mapping would lose server→client requests inside a call, logging/setLevel and
-//   resources/subscribe; 2026-07-28 for the bridge's own ingress serving 2026 clients (its
-//   initialize carries modern::bridge_key::reads_input_keys), which keeps the server's input
-//   keys. (On HTTP such a session is not used to try initialize: it goes modern at once and
-//   leaves the verdict to a 2025 session.)
-// - an error, a malformed result, no common version, a probe channel that closes, or no answer
-//   within `discover_timeout` → initialize (legacy);
-// - a legacy initialize answered -32022 with 2026-07-28 in data.supported → discover on the
-//   upstream, then modern (a 2026-only server the probe could not reach in time);
-// - the verdict is kept in the exposed server's EraMemory: later sessions skip the probe (legacy:
-//   straight to initialize; modern: discover on their own upstream).
-// Legacy: every message passes unchanged both ways (the upstream's own server→client requests
-// included).
-//
-// Modern, toward the MQTT client: initialize is answered from the DiscoverResult,
-// notifications/initialized is consumed, ping is answered here, logging/setLevel becomes the
-// logLevel of later envelopes (before any, "debug" when the server declares logging: a 2025
-// server logs at its discretion until told), resources/subscribe and unsubscribe change the URIs
-// of the session's subscriptions/listen (answered once the listen with the new URI set is
-// acknowledged).
-// Every other request goes upstream under an id of the adapter's with the envelope in _meta
-// (basic/index §_meta); its result comes back under the client's id, unchanged.
-// input_required (basic/patterns/mrtr): each inputRequests entry becomes a server→client request
-// on the MQTT session, with the bridge keys (modern::bridge_key) inputKey and inputRound
-// {"size": N}; once every answer of the round is in, the request is retried upstream under a new
-// id with inputResponses and the requestState echoed exactly; rounds repeat up to
-// `max_input_rounds`. An error answer from the MQTT client to an input request fails the call
-// with that error (as the v2 SDK client does when one of its handlers fails); the round's other
-// input requests are cancelled. Cancellation: the MQTT client's notifications/cancelled (or the
-// splice's timeout) cancels the attempt in flight upstream (notifications/cancelled with the
-// envelope; the HTTP client turns that into closing the request's stream) or the input requests
-// waiting at the client.
-// Listen: one upstream subscriptions/listen per session for what the server declares (tools,
-// prompts, resources listChanged; the subscribed URIs with resources.subscribe); its
-// notifications reach the MQTT side without subscriptionId, where the endpoint puts list_changed
-// and resources/updated on the capability topic. A new URI set opens a new listen first and
-// closes the old one once the new one is acknowledged; a listen that ends is reopened — at once
-// when it had been acknowledged for a while, else with backoff (`listen_retry_min` doubling to
-// `listen_retry_max`).
-//
-// Every request the MQTT client sends gets one answer: from the server, from the adapter, or —
-// when the upstream closes — from the splice, which the adapter then tells why.
+// client). It speaks 2025 to the MQTT side, which stays a session (004 §Initialization), finds
+// out the server's era at the client's initialize (server/discover first; the verdict kept in
+// the exposed server's EraMemory), and then either passes every message unchanged (2025) or
+// translates the session into 2026-07-28 requests: envelopes, input_required rounds as
+// server→client requests, resources/subscribe as subscriptions/listen. Every request the MQTT
+// client sends gets one answer. The negotiation and the mapping, rule by rule:
+// docs/design/modern-upstream.md.
 //
 // One strand; not thread-safe (the strand of both channels and the scheduler). EraMemory is the
 // exception: shared by the sessions of one exposed server, on their own strands.
