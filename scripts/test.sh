@@ -45,9 +45,10 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # (its second line: the children's), read in this shell: a subshell would count its own (the
 # background builds do, each shell in a file of its own).
 cpu_seconds() {
-  times >"$logs/.times.$BASHPID"
+  local file="$logs/.times.$BASHPID"  # named here: inside $(…) BASHPID is another process's
+  times >"$file"
   cpu_now=$(awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/)
-                           printf "%d", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$logs/.times.$BASHPID")
+                           printf "%d", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$file")
 }
 
 # phase NAME COMMAND…: runs one phase, records its seconds and its result. A phase that fails
