@@ -282,8 +282,12 @@ Message Message::with_id(const Id& id) const {
     it->value = v;
   else
     d.AddMember("id", v, d.GetAllocator());
-  // Everything but the id is this message's, already read: the copy is not parsed again.
-  // RapidJSON writes the text compactly (no raw line break), from a document parse() accepted.
+  // A notification given an id is a request, and a null id is not one a request may have: those
+  // are read again in full. Otherwise everything but the id is this message's, already read,
+  // and the copy is not parsed again (RapidJSON writes the text compactly, with no raw line
+  // break, from a document parse() accepted).
+  if (s_->kind == Kind::notification || !(id.is_integer() || id.is_string()))
+    return from_trusted_text(to_json(d));
   auto st = std::make_shared<State>();
   st->text = std::make_shared<const std::string>(to_json(d));
   st->kind = s_->kind;
