@@ -174,6 +174,8 @@ background_build() {
 }
 background_builds() {
   renice -n 19 -p "$BASHPID" >/dev/null
+  # The release tier's integration tests are those labelled integration-release: its
+  # integration_tests program is built from the files that hold them (tests/CMakeLists.txt).
   background_build release scripts/build.sh release -DMCPMQTT_INTEGRATION_FILES=release \
       -DMCPMQTT_BUILD_BENCHMARKS=ON --target unit_tests --target integration_tests \
       --target mcp-mqtt-bridge --target mcp_test_server --target mcp_events_server \
@@ -200,7 +202,8 @@ stop_builds() {
 trap stop_builds EXIT
 
 # build_done FLAVOUR: waits for the background build of FLAVOUR (or for the builds to end),
-# then puts its row in the table; fails if it failed or never ran.
+# then puts its row in the table; fails if it failed. A build that never started (an earlier one
+# failed, which is already counted) is listed as not run, and the run still ends non-zero.
 build_done() {
   local flavour=$1 name="build ($1)" result="$logs/build-$1.result"
   if [[ -n $stopped ]]; then
@@ -210,8 +213,14 @@ build_done() {
   local waited=$SECONDS
   while [[ ! -e $result ]] && kill -0 "$builds_pid" 2>/dev/null; do sleep 1; done
   waited=$(( SECONDS - waited ))
-  local secs=0 cpu=0 rc=1
-  [[ -e $result ]] && read -r secs cpu rc <"$result"
+  if [[ ! -e $result ]]; then
+    phases+=("$(printf '%-26s %6s' "$name" "not run (an earlier build failed)")")
+    status=1
+    (( keep_going )) || stopped=$name
+    return 0
+  fi
+  local secs cpu rc
+  read -r secs cpu rc <"$result"
   grep -h '^ccache' "$logs/build-$flavour.log" >&2 || true
   phases+=("$(printf '%-26s %6d s  (CPU %5d s)  %s' "$name" "$secs" "$cpu" \
               "$([[ $rc == 0 ]] && echo ok || echo "FAILED"), overlapped; waited for: $waited s")")
