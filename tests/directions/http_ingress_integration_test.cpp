@@ -203,7 +203,7 @@ TEST_CASE(
     "HTTP ingress, stdio egress at its default limits: the conformance suite, whose client never "
     "sends DELETE, runs back to back against one bridge and every run has the passes of the "
     "first (abandoned sessions make room instead of locking clients out)",
-    "[ingress][conformance][limits]") {
+    "[ingress][conformance][limits][engines]") {
   TempDir out;
   Mosquitto broker;
   // egress.max_sessions_per_stdio_server 32: a suite run opens at least 32 sessions and abandons
@@ -222,7 +222,7 @@ TEST_CASE(
     "HTTP ingress, HTTP egress of a fast server at 32 sessions: the conformance suite runs back "
     "to back with no pause and every run has the passes of the first (sessions quiet for "
     "milliseconds make room - no idle floor of seconds locks the client out)",
-    "[ingress][http-egress][conformance][limits]") {
+    "[ingress][http-egress][conformance][limits][engines]") {
   TempDir out;
   FixtureHttpServer upstream;  // answers in a few milliseconds
   Mosquitto broker;

@@ -515,7 +515,7 @@ TEST_CASE(
     "modern ingress: the conformance suite 0.2.0-alpha.12 --requirements 2026-07-28 gives the "
     "same result through the bridge (HTTP ingress, Mosquitto, HTTP egress) as against the "
     "dual-era v2 fixture directly, scenario by scenario and check by check",
-    "[modern-ingress][http-egress][conformance][serial]") {
+    "[modern-ingress][http-egress][conformance][serial][engines]") {
   same_as_direct_2026(Upstream::http);
 }
 
@@ -531,6 +531,6 @@ TEST_CASE(
     "same result through the bridge (HTTP egress) as against the dual-era v2 fixture directly: "
     "nothing of its 2025 side is lost (sampling and elicitation inside tools, logging/setLevel, "
     "resources/subscribe)",
-    "[modern-ingress][http-egress][conformance][serial]") {
+    "[modern-ingress][http-egress][conformance][serial][engines]") {
   same_as_direct_2025(Upstream::http);
 }
