@@ -11,6 +11,7 @@
 
 #include "common/log.hpp"
 #include "common/metrics.hpp"
+#include "daemon/cli.hpp"
 #include "daemon/systemd_notify.hpp"
 #include "directions/http_ingress.hpp"
 
@@ -78,6 +79,8 @@ std::string Daemon::compute_not_ready() const {
   }
   for (const auto& s : servers_) {
     if (!s->online()) parts.push_back("server " + s->server_name() + ": " + s->offline_reason());
+    if (auto why = s->upstream_problem(); !why.empty())
+      parts.push_back("server " + s->server_name() + ": cannot serve sessions: " + why);
   }
   for (const auto& [name, why] : unpublished_)
     parts.push_back("server " + name + ": cannot be published: " + why);
@@ -97,8 +100,8 @@ int Daemon::run() {
   });
   auto work = boost::asio::make_work_guard(ioc_);
   boost::asio::post(strand_, [this] {
-    if (!start()) {
-      exit_code_ = 1;
+    if (const int status = start(); status != kExitOk) {
+      exit_code_ = status;
       finish_stop();
     }
   });
@@ -119,7 +122,7 @@ int Daemon::run() {
   return exit_code_;
 }
 
-bool Daemon::start() {
+int Daemon::start() {
   log::daemon()->info("mcp-mqtt-bridge " MCPMQTT_VERSION " starting: {}", cfg_.summary());
   if (cfg_.http.enabled) {
     presence_ = directions::Presence::create(boost::asio::make_strand(ioc_), cfg_.mqtt,
@@ -145,7 +148,7 @@ bool Daemon::start() {
       auto made = directions::ModernIngress::create(boost::asio::make_strand(ioc_), mo, ingress_);
       if (!made) {
         log::daemon()->error("HTTP ingress: {}", made.error());
-        return false;
+        return kExitFailure;
       }
       modern_ = std::move(*made);
     }
@@ -154,7 +157,7 @@ bool Daemon::start() {
                                                      cfg_.events.webhooks, ingress_);
       if (!made) {
         log::daemon()->error("webhooks: {}", made.error());
-        return false;
+        return kExitFailure;
       }
       webhooks_ = std::move(*made);
       std::weak_ptr<directions::WebhookService> weak = webhooks_;
@@ -179,8 +182,10 @@ bool Daemon::start() {
         std::make_unique<directions::HttpIngress>(ioc_, cfg_, ingress_, modern_, std::move(hooks));
     auto base = http_->start();
     if (!base) {
-      log::daemon()->error("HTTP ingress: {}", base.error());
-      return false;
+      log::daemon()->error("HTTP ingress: {}", base.error().message);
+      // A port in use may be free at the next start; a port the daemon may not bind will not
+      // be (systemd's unit does not restart after status 2).
+      return base.error().permanent() ? kExitUsage : kExitFailure;
     }
     http_bound_ = true;
     log::daemon()->info("HTTP ingress on {}: {}/servers/{{server-name}}/mcp{}", *base, *base,
@@ -193,7 +198,7 @@ bool Daemon::start() {
   watch_readiness();
   if (notifier_->watchdog_interval()) feed_watchdog();
   watch_memory();
-  return true;
+  return kExitOk;
 }
 
 void Daemon::start_server(const config::ServerEntry& entry) {

@@ -60,7 +60,8 @@ class Daemon {
   int run();
 
  private:
-  bool start();
+  // Starts every part the configuration asks for: kExitOk, or the exit status to stop with.
+  int start();
   bool ready() const;  // any thread: the last readiness seen on the strand
   // On the strand: what keeps the daemon from being ready, one clause per connection the
   // configuration asks for that is not up (the HTTP listener, the ingress's broker connection,

@@ -21,12 +21,12 @@ namespace {
 // client's initialize still gets an error through the usual path.
 class RefusedUpstream : public bridge::Channel {
  public:
-  explicit RefusedUpstream(std::string why) : why_(std::move(why)) {}
+  RefusedUpstream(int code, std::string why) : code_(code), why_(std::move(why)) {}
   void start(Receiver r) override { receiver_ = std::move(r); }
   void send(jsonrpc::Message m) override {
     if (closed_ || !m.is_request()) return;
     // The error first, then the close that ends the session.
-    receiver_.on_message(jsonrpc::Message::error(m.id(), jsonrpc::code::internal_error, why_));
+    receiver_.on_message(jsonrpc::Message::error(m.id(), code_, why_));
     closed_ = true;
     receiver_.on_close({bridge::CloseReason::Kind::error, why_});
   }
@@ -34,6 +34,7 @@ class RefusedUpstream : public bridge::Channel {
   std::string describe() const override { return "[refused]"; }
 
  private:
+  int code_;
   std::string why_;
   Receiver receiver_;
   bool closed_ = false;
@@ -98,7 +99,7 @@ UpstreamFactory child_upstream(const config::ServerEntry& entry, const config::E
                                std::shared_ptr<stdio::ChildRegistry> children) {
   return [entry, egress, children](
              boost::asio::any_io_executor strand,
-             const std::string& prefix) -> Expected<std::shared_ptr<bridge::Channel>, std::string> {
+             const std::string& prefix) -> Expected<std::shared_ptr<bridge::Channel>, Error> {
     auto spec = child_spec(entry, egress, prefix);
     auto child = stdio::ChildChannel::create(std::move(strand), std::move(spec), children);
     if (!child) return unexpected(child.error());
@@ -138,7 +139,7 @@ Expected<UpstreamFactory, std::string> http_upstream(
   return UpstreamFactory(
       [spec = std::move(*spec)](
           boost::asio::any_io_executor strand,
-          const std::string& prefix) -> Expected<std::shared_ptr<bridge::Channel>, std::string> {
+          const std::string& prefix) -> Expected<std::shared_ptr<bridge::Channel>, Error> {
         auto s = spec;
         s.name = s.name + " " + prefix;
         return std::shared_ptr<bridge::Channel>(
@@ -213,6 +214,11 @@ std::string ExposedServer::offline_reason() const {
   return problem_.empty() ? "connecting to the broker" : problem_;
 }
 
+std::string ExposedServer::upstream_problem() const {
+  std::lock_guard lock(problem_mu_);
+  return upstream_problem_;
+}
+
 void ExposedServer::on_initialize(const std::shared_ptr<mqtt::ClientLink>& link,
                                   const jsonrpc::Message& init) {
   // On the link's strand: the whole session lives here.
@@ -221,9 +227,25 @@ void ExposedServer::on_initialize(const std::shared_ptr<mqtt::ClientLink>& link,
   auto made = upstream_(link->executor(), prefix);
   if (made) {
     upstream = std::move(*made);
+    std::lock_guard lock(problem_mu_);
+    upstream_problem_.clear();
+  } else if (made.error().transient()) {
+    // Out of processes or descriptors for now: the client may try again, as at the session
+    // limit, and the server stays ready.
+    log::bridge()->warn("{} cannot serve the session now: {}", prefix, made.error().message);
+    upstream = std::make_shared<RefusedUpstream>(jsonrpc::code::connection_closed,
+                                                 made.error().message + "; try again later");
   } else {
-    log::bridge()->warn("{} cannot serve the session: {}", prefix, made.error());
-    upstream = std::make_shared<RefusedUpstream>(made.error());
+    log::bridge()->warn("{} cannot serve the session: {}", prefix, made.error().message);
+    upstream =
+        std::make_shared<RefusedUpstream>(jsonrpc::code::internal_error, made.error().message);
+    // A command that is not installed or not executable fails every session the same way
+    // until someone fixes it: the server is not ready (/readyz, systemd's status line) until
+    // a session starts.
+    if (made.error().permanent()) {
+      std::lock_guard lock(problem_mu_);
+      upstream_problem_ = made.error().message;
+    }
   }
   (void)init;  // the link delivers it again as its first message, to the splice
   EgressSession s;

@@ -27,6 +27,7 @@
 
 #include "bridge/modern/upstream.hpp"
 #include "bridge/relay/splice.hpp"
+#include "common/error.hpp"
 #include "config/config.hpp"
 #include "directions/asio_scheduler.hpp"
 #include "mqtt/server_endpoint.hpp"
@@ -34,8 +35,10 @@
 
 namespace mcpmqtt::directions {
 
-// Makes the upstream end of one egress session on the session's strand, or says why it cannot.
-using UpstreamFactory = std::function<Expected<std::shared_ptr<bridge::Channel>, std::string>(
+// Makes the upstream end of one egress session on the session's strand, or says why it cannot
+// (a transient failure, such as no process to spare, may pass; a permanent one, such as a
+// command that is not installed, fails every session until someone fixes it).
+using UpstreamFactory = std::function<Expected<std::shared_ptr<bridge::Channel>, Error>(
     boost::asio::any_io_executor strand, const std::string& log_prefix)>;
 
 class ExposedServer : public std::enable_shared_from_this<ExposedServer> {
@@ -71,6 +74,10 @@ class ExposedServer : public std::enable_shared_from_this<ExposedServer> {
   // the connection: Not authorized (0x87)"); "connecting to the broker" before any answer.
   // Any thread.
   std::string offline_reason() const;
+  // Why the last session could not start its upstream, when that failure will repeat for every
+  // session (e.g. `cannot start server "x" (command "npx"): "npx" was not found in PATH …`);
+  // empty once a session starts. Any thread.
+  std::string upstream_problem() const;
   std::uint64_t reconnects() const { return reconnects_; }
   // What the sessions learnt about the server's MCP era (protocol "auto"); unknown at first.
   bridge::ModernUpstream::Era era() const { return era_memory_->get(); }
@@ -102,7 +109,8 @@ class ExposedServer : public std::enable_shared_from_this<ExposedServer> {
   std::atomic<std::size_t> session_count_{0};
   std::atomic<bool> online_{false};
   mutable std::mutex problem_mu_;
-  std::string problem_;  // under problem_mu_
+  std::string problem_;           // under problem_mu_
+  std::string upstream_problem_;  // under problem_mu_
   std::atomic<std::uint64_t> reconnects_{0};
   std::shared_ptr<bridge::ModernUpstream::EraMemory> era_memory_ =
       std::make_shared<bridge::ModernUpstream::EraMemory>();

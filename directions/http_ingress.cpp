@@ -45,7 +45,7 @@ HttpIngress::HttpIngress(boost::asio::io_context& ioc, const config::Config& cfg
 
 HttpIngress::~HttpIngress() = default;
 
-Expected<std::string, std::string> HttpIngress::start() {
+Expected<std::string, Error> HttpIngress::start() {
   auto bound = server_->start();
   if (!bound) return unexpected(bound.error());
   const auto ep = *bound;

@@ -11,6 +11,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include "common/error.hpp"
 #include "common/expected.hpp"
 #include "config/config.hpp"
 #include "directions/ingress.hpp"
@@ -39,7 +40,7 @@ class HttpIngress {
 
   // Binds http.listen; the base URL ("http://127.0.0.1:8080"), or a message naming the address
   // and why it cannot be bound.
-  Expected<std::string, std::string> start();
+  Expected<std::string, Error> start();
   // Stops accepting and ends every MCP session with `why`. Idempotent.
   void stop(const std::string& why);
 

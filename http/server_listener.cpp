@@ -24,7 +24,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
         acceptor_(strand_),
         retry_timer_(strand_) {}
 
-  Expected<tcp::endpoint, std::string> open(const tcp::endpoint& at) {
+  Expected<tcp::endpoint, Error> open(const tcp::endpoint& at) {
     boost::system::error_code ec;
     acceptor_.open(at.protocol(), ec);
     if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
@@ -36,7 +36,12 @@ class Listener : public std::enable_shared_from_this<Listener> {
     if (ec) {
       boost::system::error_code ignored;  // keep `ec`: it says why
       acceptor_.close(ignored);
-      return unexpected("cannot listen on " + describe(at) + " (http.listen): " + ec.message());
+      // Address in use: someone else's for now. Permission denied (a port below 1024 without
+      // CAP_NET_BIND_SERVICE): the configuration's, until someone changes it.
+      return unexpected(
+          Error(ec.category() == boost::system::system_category() ? errc_from_errno(ec.value())
+                                                                  : Errc::failed,
+                "cannot listen on " + describe(at) + " (http.listen): " + ec.message()));
     }
     return acceptor_.local_endpoint();
   }
@@ -128,7 +133,7 @@ Server::~Server() {
   stop();
 }
 
-Expected<tcp::endpoint, std::string> Server::start() {
+Expected<tcp::endpoint, Error> Server::start() {
   if (listener_) return endpoint_;
   const auto& host = state_->http.listen_host;
   const auto port = state_->http.listen_port;
@@ -141,10 +146,12 @@ Expected<tcp::endpoint, std::string> Server::start() {
     // A host name: resolved once, at start-up.
     tcp::resolver resolver(state_->ioc);
     auto results = resolver.resolve(host, std::to_string(port), ec);
+    // Not a permanent failure: at boot, a name may resolve only once the network is up.
     if (ec || results.empty())
-      return unexpected("cannot listen on " + host + ":" + std::to_string(port) +
-                        " (http.listen): cannot resolve \"" + host +
-                        "\": " + (ec ? ec.message() : std::string("no address")));
+      return unexpected(
+          Error(Errc::failed, "cannot listen on " + host + ":" + std::to_string(port) +
+                                  " (http.listen): cannot resolve \"" + host +
+                                  "\": " + (ec ? ec.message() : std::string("no address"))));
     address = results.begin()->endpoint().address();
   }
   auto listener = std::make_shared<Listener>(state_);

@@ -14,6 +14,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
+#include "common/error.hpp"
 #include "common/expected.hpp"
 #include "http/server_backend.hpp"
 #include "http/server_options.hpp"
@@ -33,8 +34,9 @@ class Server {
   Server& operator=(const Server&) = delete;
 
   // Binds http.listen_host:http.listen_port (port 0 picks a free port) and starts accepting.
-  // Returns the bound endpoint, or a message naming the address and the reason.
-  Expected<boost::asio::ip::tcp::endpoint, std::string> start();
+  // Returns the bound endpoint, or the failure's kind (in_use, permission_denied, ...) and a
+  // message naming the address and the reason.
+  Expected<boost::asio::ip::tcp::endpoint, Error> start();
   // Stops accepting, ends every MCP session with on_close(shutdown, why) and closes every
   // connection. Idempotent.
   void stop(const std::string& why = "the bridge is stopping");

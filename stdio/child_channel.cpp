@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/error.hpp"
 #include "common/log.hpp"
 #include "common/metrics.hpp"
 #include "stdio/child_lifecycle.hpp"
@@ -149,18 +150,20 @@ class ChildProcess : public std::enable_shared_from_this<ChildProcess> {
 
   // Takes the child's pipes; on failure the descriptors stay with `p` and the child is ended
   // by the destructor.
-  bool attach(SpawnedProcess& p, std::string& why) {
+  std::optional<Error> attach(SpawnedProcess& p) {
     error_code ec;
     for (auto [d, fd] : {std::pair{&stdin_, &p.stdin_fd}, std::pair{&stdout_, &p.stdout_fd},
                          std::pair{&stderr_, &p.stderr_fd}}) {
       d->assign(fd->get(), ec);
       if (ec) {
-        why = "cannot watch the child's pipes: " + ec.message();
-        return false;
+        // epoll_ctl's errno (ENOMEM, ENOSPC: out of watches for now).
+        return Error(ec.category() == boost::system::system_category() ? errc_from_errno(ec.value())
+                                                                       : Errc::failed,
+                     "cannot watch the child's pipes: " + ec.message());
       }
       fd->release();
     }
-    return true;
+    return std::nullopt;
   }
 
   const asio::any_io_executor& executor() const { return ex_; }
@@ -652,28 +655,25 @@ class ChildProcess : public std::enable_shared_from_this<ChildProcess> {
 
 // ---- ChildChannel -------------------------------------------------------------------------------
 
-Expected<std::shared_ptr<ChildChannel>, std::string> ChildChannel::create(
+Expected<std::shared_ptr<ChildChannel>, Error> ChildChannel::create(
     asio::any_io_executor strand, ChildSpec spec, std::shared_ptr<ChildRegistry> registry) {
   SpawnRequest request;
   request.command = spec.command;
   request.args = spec.args;
   request.env = child_environment(current_environment(), spec.env);
   request.cwd = spec.cwd;
-  auto spawned = spawn(request);
-  if (!spawned) {
-    std::string why = "cannot start server \"" + spec.name + "\" (command \"" + spec.command +
-                      "\"): " + spawned.error();
-    log::stdio()->error("{}{}", spec.log_prefix, why);
-    return unexpected(std::move(why));
-  }
   const std::string name = spec.name, command = spec.command, prefix = spec.log_prefix;
+  const auto failed = [&](Error e) {
+    e.message = "cannot start server \"" + name + "\" (command \"" + command + "\"): " + e.message;
+    log::stdio()->error("{}{}", prefix, e.message);
+    return unexpected(std::move(e));
+  };
+  auto spawned = spawn(request);
+  if (!spawned) return failed(std::move(spawned.error()));
   auto impl = std::make_shared<detail::ChildProcess>(std::move(strand), std::move(spec),
                                                      spawned->pid, registry);
-  if (std::string why; !impl->attach(*spawned, why)) {
-    why = "cannot start server \"" + name + "\" (command \"" + command + "\"): " + why;
-    log::stdio()->error("{}{}", prefix, why);
-    return unexpected(std::move(why));  // the child is killed and reaped with `impl`
-  }
+  if (auto e = impl->attach(*spawned))
+    return failed(std::move(*e));  // the child is killed and reaped with `impl`
   if (registry) registry->add(impl, impl->pid(), name);
   impl->begin();
   return std::shared_ptr<ChildChannel>(new ChildChannel(std::move(impl)));

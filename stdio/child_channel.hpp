@@ -36,6 +36,7 @@
 
 #include "bridge/jsonrpc/jsonrpc.hpp"
 #include "bridge/relay/channel.hpp"
+#include "common/error.hpp"
 #include "common/expected.hpp"
 
 namespace mcpmqtt::stdio {
@@ -118,10 +119,10 @@ class ChildRegistry {
 // One strand; not thread-safe. Every call on the strand given to create().
 class ChildChannel final : public bridge::Channel {
  public:
-  // Starts the child. Fails, without leaving any process behind, with a sentence for people
-  // that names the server, the command and what went wrong, e.g. `cannot start server
-  // "demo/x": command "npx" was not found in PATH (/usr/bin:/bin); …`.
-  static Expected<std::shared_ptr<ChildChannel>, std::string> create(
+  // Starts the child. Fails, without leaving any process behind, with spawn()'s kind of failure
+  // and a sentence for people that names the server, the command and what went wrong, e.g.
+  // `cannot start server "demo/x" (command "npx"): "npx" was not found in PATH (/usr/bin:/bin); …`.
+  static Expected<std::shared_ptr<ChildChannel>, Error> create(
       boost::asio::any_io_executor strand, ChildSpec spec,
       std::shared_ptr<ChildRegistry> registry = nullptr);
 

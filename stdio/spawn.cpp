@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/errno_text.hpp"
+#include "common/error.hpp"
 #include "stdio/process_util.hpp"
 
 namespace mcpmqtt::stdio {
@@ -109,11 +110,11 @@ std::string describe_failure(const SpawnRequest& r, const std::vector<std::strin
 
 }  // namespace
 
-Expected<SpawnedProcess, std::string> spawn(const SpawnRequest& request) {
+Expected<SpawnedProcess, Error> spawn(const SpawnRequest& request) {
   // Everything the child needs is prepared here: after fork only async-signal-safe calls.
   const std::string path = find_variable(request.env, "PATH").value_or(std::string(kDefaultPath));
   const std::vector<std::string> candidates = exec_candidates(request.command, path);
-  if (candidates.empty()) return unexpected(std::string("the command is empty"));
+  if (candidates.empty()) return unexpected(Error(Errc::invalid_argument, "the command is empty"));
 
   std::vector<std::string> argv_strings;
   argv_strings.reserve(request.args.size() + 1);
@@ -139,11 +140,15 @@ Expected<SpawnedProcess, std::string> spawn(const SpawnRequest& request) {
   UniqueFd in_r, in_w, out_r, out_w, err_r, err_w, report_r, report_w;
   if (!make_pipe(in_r, in_w) || !make_pipe(out_r, out_w) || !make_pipe(err_r, err_w) ||
       !make_pipe(report_r, report_w)) {
-    return unexpected("cannot create pipes: " + errno_text(errno));
+    const int err = errno;
+    return unexpected(Error(errc_from_errno(err), "cannot create pipes: " + errno_text(err)));
   }
 
   const pid_t pid = ::fork();
-  if (pid < 0) return unexpected("cannot create a process: " + errno_text(errno));
+  if (pid < 0) {
+    const int err = errno;
+    return unexpected(Error(errc_from_errno(err), "cannot create a process: " + errno_text(err)));
+  }
   if (pid == 0) {
     const int report = report_w.get();
     // Own process group, so that termination reaches everything the server starts.
@@ -211,8 +216,12 @@ Expected<SpawnedProcess, std::string> spawn(const SpawnRequest& request) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (got < sizeof failure) return unexpected(std::string("the child process failed to start"));
-  return unexpected(describe_failure(request, candidates, path, failure));
+  if (got < sizeof failure)
+    return unexpected(Error(Errc::failed, "the child process failed to start"));
+  // A script whose interpreter is missing reads ENOENT, like a missing command: both are
+  // not_found, and stay so until someone installs it.
+  return unexpected(
+      Error(errc_from_errno(failure.err), describe_failure(request, candidates, path, failure)));
 }
 
 }  // namespace mcpmqtt::stdio

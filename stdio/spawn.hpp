@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include "common/error.hpp"
 #include "common/expected.hpp"
 
 namespace mcpmqtt::stdio {
@@ -55,8 +56,8 @@ struct SpawnedProcess {
 // defaults (the bridge ignores SIGPIPE; a child must not inherit that), every descriptor other
 // than 0, 1 and 2 closed, `cwd` applied, then exec'd like execvpe with the child's own PATH —
 // never through a shell. A failure anywhere before the program runs (no such command, not
-// executable, bad cwd, no more processes) is returned as a sentence naming what failed, and no
-// process is left behind.
-Expected<SpawnedProcess, std::string> spawn(const SpawnRequest& request);
+// executable, bad cwd, no more processes) is returned as its kind (not_found, permission_denied,
+// resources_exhausted, ...) and a sentence naming what failed, and no process is left behind.
+Expected<SpawnedProcess, Error> spawn(const SpawnRequest& request);
 
 }  // namespace mcpmqtt::stdio

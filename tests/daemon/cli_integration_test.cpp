@@ -1,5 +1,11 @@
 // The executable's command line, run as a user would run it.
+#include <fstream>
+
+#include <arpa/inet.h>
 #include <catch2/catch.hpp>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -77,4 +83,62 @@ TEST_CASE("cli: --help and --version and bad usage", "[cli]") {
   auto flag = run_capture({kExe, "--check-config", kSample, "--broker", "localhost"});
   CHECK(flag.exit_code == 2);
   CHECK(flag.err.find("--broker: expected mqtt://HOST[:PORT]") != std::string::npos);
+}
+
+namespace {
+
+// A configuration whose HTTP ingress listens on `listen`; the broker is never reached (the
+// listener fails first).
+std::string listen_config(TempDir& dir, const std::string& listen) {
+  return dir.write("listen.jsonc", R"({"mqtt": {"url": "mqtt://127.0.0.1:1"},
+    "http": {"listen": ")" + listen + R"("}, "mcpServers": {}})");
+}
+
+}  // namespace
+
+TEST_CASE(
+    "cli: a listen address in use exits with status 1 (a restart may find it free), naming "
+    "the address and the reason",
+    "[cli]") {
+  TempDir dir;
+  const int holder = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(holder >= 0);
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(holder, reinterpret_cast<sockaddr*>(&at), sizeof at) == 0);
+  REQUIRE(::listen(holder, 1) == 0);
+  socklen_t len = sizeof at;
+  REQUIRE(::getsockname(holder, reinterpret_cast<sockaddr*>(&at), &len) == 0);
+  const std::string listen = "127.0.0.1:" + std::to_string(ntohs(at.sin_port));
+  auto r = run_capture({kExe, "--config", listen_config(dir, listen)});
+  ::close(holder);
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("cannot listen on " + listen + " (http.listen): Address already in use") !=
+        std::string::npos);
+}
+
+TEST_CASE(
+    "cli: a listen port the daemon may not bind (below ip_unprivileged_port_start, without "
+    "CAP_NET_BIND_SERVICE) exits with status 2, which systemd's unit does not restart",
+    "[cli]") {
+  int unprivileged_from = 1024;
+  std::ifstream("/proc/sys/net/ipv4/ip_unprivileged_port_start") >> unprivileged_from;
+  if (unprivileged_from <= 1) {
+    WARN("every port is unprivileged on this machine (ip_unprivileged_port_start "
+         << unprivileged_from << "): nothing to test");
+    return;
+  }
+  TempDir dir;
+  const std::string listen = "127.0.0.1:" + std::to_string(unprivileged_from - 1);
+  std::vector<std::string> argv = {kExe, "--config", listen_config(dir, listen)};
+  // As root, the same without the capability (setpriv from util-linux).
+  if (::geteuid() == 0)
+    argv.insert(argv.begin(), {"setpriv", "--bounding-set", "-net_bind_service", "--"});
+  auto r = run_capture(argv);
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("cannot listen on " + listen + " (http.listen): Permission denied") !=
+        std::string::npos);
 }

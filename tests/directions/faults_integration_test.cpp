@@ -687,6 +687,63 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "faults 4: a published server whose command is not installed - initialize gets -32603 "
+    "naming it, /readyz and systemd's status line say the server cannot serve sessions, until "
+    "one starts (the command installed)",
+    "[faults]") {
+  TempDir dir;
+  const std::string command = dir.path() + "/later-server";
+  Mosquitto broker;
+  NotifySocket manager;
+  Bridge bridge(
+      broker.url(),
+      "{" + test_server("good/one") + R"(, "later/one": {"command": ")" + command + R"("}})",
+      "good/one", "", "", "", {{"NOTIFY_SOCKET", manager.address()}});
+  REQUIRE(bridge.proc->wait_for_log("[server later/one] online"));
+  // Nothing has failed yet: ready.
+  REQUIRE(eventually([&] { return get(bridge, "/readyz").status == 200; }, 10s));
+  {
+    McpMqttClient client(broker.url(), "later/one");
+    auto r = client.initialize();
+    REQUIRE(r);
+    INFO(*r);
+    CHECK(json_at(*r, "error.code") == "-32603");
+    CHECK(json_at(*r, "error.message")
+              .value_or("")
+              .find("\"" + command + "\": No such file or directory") != std::string::npos);
+  }
+  HttpResult ready;
+  CHECK(eventually(
+      [&] {
+        ready = get(bridge, "/readyz");
+        return ready.status == 503;
+      },
+      5s));
+  INFO(ready.body);
+  CHECK(ready.body.rfind("not ready: server later/one: cannot serve sessions: cannot start "
+                         "server \"later/one\" (command \"" +
+                             command + "\")",
+                         0) == 0);
+  CHECK(ready.body.find("good/one") == std::string::npos);
+  bool status_says_so = false;
+  for (auto d = manager.receive(5s); d && !status_says_so; d = manager.receive(2s))
+    status_says_so =
+        d->fields()["STATUS"].rfind("not ready: server later/one: cannot serve", 0) == 0;
+  CHECK(status_says_so);
+
+  // Installed: the next session starts, and the daemon is ready again.
+  std::filesystem::create_symlink(MCPMQTT_TEST_SERVER, command);
+  {
+    McpMqttClient client(broker.url(), "later/one");
+    auto r = client.initialize();
+    REQUIRE(r);
+    INFO(*r);
+    CHECK(json_at(*r, "result.protocolVersion").has_value());
+  }
+  CHECK(eventually([&] { return get(bridge, "/readyz").status == 200; }, 5s));
+}
+
+TEST_CASE(
     "faults 5: HTTP clients - one killed mid-stream, an SSE reader that stops reading, 1,000 "
     "sessions opened and abandoned - memory stays bounded, the MQTT side hears disconnected, "
     "nothing leaks",

@@ -310,7 +310,7 @@ class TestServer {
         server_(std::make_unique<http::Server>(ioc_, std::move(http), std::move(default_server),
                                                backend)) {
     auto ep = server_->start();
-    INFO((ep ? "" : ep.error()));
+    INFO((ep ? std::string() : ep.error().message));
     REQUIRE(ep.has_value());
     endpoint = *ep;
     for (int i = 0; i < 2; ++i)

@@ -11,6 +11,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/support/fake_broker.hpp"
+
 using namespace mcpmqtt::mqtt::codec;
 
 namespace {
@@ -81,10 +83,7 @@ std::string props(const std::string& content) {
 }
 
 // A whole packet: first byte, Remaining Length, body.
-std::string packet(unsigned first_byte, const std::string& body) {
-  return std::string(1, static_cast<char>(first_byte)) +
-         vbi(static_cast<std::uint32_t>(body.size())) + body;
-}
+using mcpmqtt::test::wire::packet;
 
 std::string user_property(std::string_view key, std::string_view value) {
   return bin("26") + s16(key) + s16(value);

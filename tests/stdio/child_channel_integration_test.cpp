@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -52,7 +53,7 @@ struct Fixture {
 
   void create(ChildSpec spec) {
     auto c = ChildChannel::create(loop.strand, std::move(spec), registry);
-    INFO((c ? std::string() : c.error()));
+    INFO((c ? std::string() : c.error().message));
     REQUIRE(c);
     ch = *c;
   }
@@ -251,8 +252,10 @@ TEST_CASE("child channel: cwd is honoured, and the bridge's descriptors are not 
   CHECK(jsonrpc::to_json((*fds.result_value())["fds"]) == "[0,1,2]");
 }
 
-TEST_CASE("child channel: a child that cannot start is a clear error and leaves nothing",
-          "[integration][stdio]") {
+TEST_CASE(
+    "child channel: a child that cannot start is a clear error of its kind (not found, "
+    "permission denied, not a program) and leaves nothing",
+    "[integration][stdio]") {
   TempDir dir;
   const std::string not_executable = dir.write("data.txt", "not a program\n");
   Loop loop;
@@ -265,39 +268,90 @@ TEST_CASE("child channel: a child that cannot start is a clear error and leaves 
 
   ChildSpec spec = spec_for();
   spec.command = "no-such-command-for-the-bridge";
-  std::string e = attempt(spec);
-  CHECK(e.find("cannot start server \"test/x\"") != std::string::npos);
-  CHECK(e.find("\"no-such-command-for-the-bridge\" was not found in PATH (") != std::string::npos);
+  auto e = attempt(spec);
+  CHECK(e.message.find("cannot start server \"test/x\"") != std::string::npos);
+  CHECK(e.message.find("\"no-such-command-for-the-bridge\" was not found in PATH (") !=
+        std::string::npos);
+  CHECK(e.code == mcpmqtt::Errc::not_found);
+  CHECK(e.permanent());
 
   spec = spec_for();
   spec.env = {{"PATH", dir.path()}};
   spec.command = "ls";  // exists in the real PATH, not in the child's
   e = attempt(spec);
-  CHECK(e.find("\"ls\" was not found in PATH (" + dir.path() + ")") != std::string::npos);
+  CHECK(e.message.find("\"ls\" was not found in PATH (" + dir.path() + ")") != std::string::npos);
+  CHECK(e.code == mcpmqtt::Errc::not_found);
 
   spec = spec_for();
   spec.command = "/nonexistent/bin/server";
   e = attempt(spec);
-  CHECK(e.find("\"/nonexistent/bin/server\": No such file or directory") != std::string::npos);
+  CHECK(e.message.find("\"/nonexistent/bin/server\": No such file or directory") !=
+        std::string::npos);
+  CHECK(e.code == mcpmqtt::Errc::not_found);
 
   spec = spec_for();
   spec.cwd = dir.path() + "/missing";
   e = attempt(spec);
-  CHECK(e.find("cannot change to the working directory \"" + dir.path() +
-               "/missing\": No such file or directory") != std::string::npos);
-  CHECK(e.find(MCPMQTT_STDIO_TEST_CHILD) != std::string::npos);  // names the command
+  CHECK(e.message.find("cannot change to the working directory \"" + dir.path() +
+                       "/missing\": No such file or directory") != std::string::npos);
+  CHECK(e.message.find(MCPMQTT_STDIO_TEST_CHILD) != std::string::npos);  // names the command
+  CHECK(e.code == mcpmqtt::Errc::not_found);
 
   spec = spec_for();
   spec.command = not_executable;
   e = attempt(spec);
-  CHECK(e.find("permission denied") != std::string::npos);
+  CHECK(e.message.find("permission denied") != std::string::npos);
+  CHECK(e.code == mcpmqtt::Errc::permission_denied);
+  CHECK(e.permanent());
 
   ::chmod(not_executable.c_str(), 0755);
   e = attempt(spec);
-  CHECK(e.find("not an executable format") != std::string::npos);
+  CHECK(e.message.find("not an executable format") != std::string::npos);
+  CHECK(e.code == mcpmqtt::Errc::invalid_argument);
+  CHECK(e.permanent());
+
+  spec = spec_for();
+  spec.command = "";
+  e = attempt(spec);
+  CHECK(e.message.find("the command is empty") != std::string::npos);
+  CHECK(e.code == mcpmqtt::Errc::invalid_argument);
 
   CHECK(registry->alive() == 0);
   CHECK(zombie_children().empty());
+}
+
+TEST_CASE(
+    "child channel: out of descriptors, a child cannot start for now - a transient failure "
+    "(resources exhausted) that leaves nothing, and the next start succeeds",
+    "[integration][stdio]") {
+  Fixture f;
+  rlimit before{};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &before) == 0);
+  // A limit that leaves two free descriptor numbers: one pipe. spawn() needs four, so its
+  // second fails with EMFILE. (Not none: UBSan's type checks on the way make a pipe of their own
+  // to probe memory, and read its failure as a bad object.)
+  int limit = 0;
+  for (int free = 0; free < 2; ++limit) {
+    if (::fcntl(limit, F_GETFD) == -1 && errno == EBADF) ++free;
+  }
+  rlimit tight = before;
+  tight.rlim_cur = static_cast<rlim_t>(limit);
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &tight) == 0);
+  auto refused = ChildChannel::create(f.loop.strand, spec_for(), f.registry);
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &before) == 0);
+  REQUIRE_FALSE(refused);
+  INFO(refused.error().message);
+  CHECK(refused.error().code == mcpmqtt::Errc::resources_exhausted);
+  CHECK(refused.error().transient());
+  CHECK(refused.error().message.find("cannot create pipes: Too many open files") !=
+        std::string::npos);
+  CHECK(f.registry->alive() == 0);
+  CHECK(zombie_children().empty());
+
+  // Descriptors again: the next start succeeds.
+  f.create(spec_for());
+  f.start();
+  CHECK(f.call(Id::integer(1), "echo").kind() == jsonrpc::Kind::result);
 }
 
 // Descriptors of this process that are pidfds.
