@@ -1,10 +1,9 @@
 // The executable's command line, run as a user would run it.
 #include <fstream>
 
-#include <arpa/inet.h>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <catch2/catch.hpp>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "tests/support/process.hpp"
@@ -101,18 +100,10 @@ TEST_CASE(
     "the address and the reason",
     "[cli]") {
   TempDir dir;
-  const int holder = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  REQUIRE(holder >= 0);
-  sockaddr_in at{};
-  at.sin_family = AF_INET;
-  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(holder, reinterpret_cast<sockaddr*>(&at), sizeof at) == 0);
-  REQUIRE(::listen(holder, 1) == 0);
-  socklen_t len = sizeof at;
-  REQUIRE(::getsockname(holder, reinterpret_cast<sockaddr*>(&at), &len) == 0);
-  const std::string listen = "127.0.0.1:" + std::to_string(ntohs(at.sin_port));
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::acceptor holder(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
+  const std::string listen = "127.0.0.1:" + std::to_string(holder.local_endpoint().port());
   auto r = run_capture({kExe, "--config", listen_config(dir, listen)});
-  ::close(holder);
   INFO(r.err);
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("cannot listen on " + listen + " (http.listen): Address already in use") !=
