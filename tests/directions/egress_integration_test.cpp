@@ -1,10 +1,12 @@
 // Stdio egress end to end: the real mcp-mqtt-bridge publishes stdio MCP servers (the pinned
 // @modelcontextprotocol/server-everything, and a small test child) on a real Mosquitto, and an
 // independent MCP client on MQTT uses them.
+#include <filesystem>
 #include <thread>
 
 #include <catch2/catch.hpp>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include "tests/support/bridge_process.hpp"
 #include "tests/support/mosquitto.hpp"
@@ -230,6 +232,49 @@ TEST_CASE(
     REQUIRE(r);
     CHECK(json_at(*r, "error.code") == "-32600");
   }
+  CHECK(bridge->terminate() == 0);
+}
+
+TEST_CASE(
+    "stdio egress: out of descriptors, initialize gets -32000 'try again later' and the server "
+    "stays up, and with descriptors again the next client is served",
+    "[egress]") {
+  Mosquitto broker;
+  auto bridge = std::make_unique<BridgeProcess>(
+      std::vector<std::string>{},
+      config_with(broker, R"({"test/tight": {"command": ")" MCPMQTT_TEST_SERVER R"("}})"));
+  REQUIRE(bridge->wait_for_log("[server test/tight] online"));
+  // The daemon's limit set so that two descriptor numbers are free: a child needs four pipes.
+  const auto is_open = [&](int fd) {
+    return std::filesystem::exists("/proc/" + std::to_string(bridge->pid()) + "/fd/" +
+                                   std::to_string(fd));
+  };
+  int limit = 0;
+  for (int spare = 0; spare < 2; ++limit) {
+    if (!is_open(limit)) ++spare;
+  }
+  rlimit before{};
+  rlimit tight{};
+  REQUIRE(::prlimit(bridge->pid(), RLIMIT_NOFILE, nullptr, &before) == 0);
+  tight = before;
+  tight.rlim_cur = static_cast<rlim_t>(limit);
+  REQUIRE(::prlimit(bridge->pid(), RLIMIT_NOFILE, &tight, nullptr) == 0);
+  {
+    McpMqttClient client(broker.url(), "test/tight");
+    auto r = client.initialize();
+    REQUIRE(r);
+    INFO(*r);
+    CHECK(json_at(*r, "error.code") == "-32000");
+    const auto message = json_at(*r, "error.message").value_or("");
+    CHECK(message.find("cannot create pipes: Too many open files; try again later") !=
+          std::string::npos);
+  }
+  REQUIRE(::prlimit(bridge->pid(), RLIMIT_NOFILE, &before, nullptr) == 0);
+  McpMqttClient client(broker.url(), "test/tight");
+  auto r = client.initialize();
+  REQUIRE(r);
+  INFO(*r);
+  CHECK(json_at(*r, "result.protocolVersion").has_value());
   CHECK(bridge->terminate() == 0);
 }
 

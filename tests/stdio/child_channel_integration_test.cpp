@@ -331,8 +331,8 @@ TEST_CASE(
   // second fails with EMFILE. (Not none: UBSan's type checks on the way make a pipe of their own
   // to probe memory, and read its failure as a bad object.)
   int limit = 0;
-  for (int free = 0; free < 2; ++limit) {
-    if (::fcntl(limit, F_GETFD) == -1 && errno == EBADF) ++free;
+  for (int spare = 0; spare < 2; ++limit) {
+    if (::fcntl(limit, F_GETFD) == -1 && errno == EBADF) ++spare;
   }
   rlimit tight = before;
   tight.rlim_cur = static_cast<rlim_t>(limit);
