@@ -1,0 +1,139 @@
+// OAuth 2.1 access tokens as the HTTP ingress, a resource server, receives them: JWT access
+// tokens (RFC 9068) signed with the issuer's keys (a JWK Set, RFC 7517), checked against the
+// rules of one issuer and one resource (RFC 8707 audience). Pure: no I/O, no clock (the caller
+// passes the time), no logging. Nothing here keeps or prints a token: a Rejection's detail names
+// what is wrong, never the token's text.
+//
+// Thread-safe: a KeySet is immutable once parsed and may be shared between threads.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/expected.hpp"
+
+namespace mcpmqtt::auth {
+
+// base64url without padding (RFC 7515 §2); decoding refuses padding, whitespace and characters
+// outside the alphabet.
+std::string base64url_encode(std::string_view bytes);
+std::optional<std::string> base64url_decode(std::string_view text);
+
+// Signature algorithms of JWS (RFC 7518 §3, RFC 8037 §3.1). There is no `none` and no HMAC: a
+// resource server holds public keys only.
+enum class Alg { RS256, PS256, ES256, EdDSA };
+std::optional<Alg> alg_from_name(std::string_view name);
+std::string_view alg_name(Alg alg);
+
+// One public key of a JWK Set: RSA (kty RSA, n and e; at least 2048 bits), EC P-256 (kty EC,
+// crv P-256, x and y; the point is checked to be on the curve) or Ed25519 (kty OKP, crv
+// Ed25519, x). Keys whose `use` is present and not "sig", of another kty or curve, or private
+// (holding "d") are skipped, not refused.
+struct PublicKey;  // opaque: the OpenSSL key
+
+struct Jwk {
+  std::string kid;              // may be empty
+  std::optional<Alg> alg;       // the key's `alg` when present: the token's must equal it
+  std::string kty;              // "RSA", "EC", "OKP"
+  std::shared_ptr<const PublicKey> key;
+};
+
+class KeySet {
+ public:
+  struct Limits {
+    std::size_t max_document_bytes = 256 * 1024;
+    std::size_t max_keys = 64;
+  };
+  // A JWK Set document ({"keys": [...]}). Refused (with a reason) when it is not JSON, too large,
+  // has no "keys" array, or more than max_keys entries; a set whose entries were all skipped is
+  // valid and empty.
+  static Expected<KeySet, std::string> parse(std::string_view document, Limits limits);
+  static Expected<KeySet, std::string> parse(std::string_view document) {
+    return parse(document, Limits{});
+  }
+
+  // The keys a token with header `kid` (empty: none given) and `alg` may be verified with: the
+  // one with that kid, or when the token names no kid, every key whose type suits `alg`.
+  std::vector<const Jwk*> candidates(std::string_view kid, Alg alg) const;
+  bool has_kid(std::string_view kid) const;
+  std::size_t size() const { return keys_.size(); }
+  bool empty() const { return keys_.empty(); }
+  // How many entries parse() skipped, for the log ("3 keys, 1 skipped: kty oct").
+  std::size_t skipped() const { return skipped_; }
+  const std::string& skipped_reasons() const { return skipped_reasons_; }
+
+ private:
+  std::vector<Jwk> keys_;
+  std::size_t skipped_ = 0;
+  std::string skipped_reasons_;
+};
+
+// A compact JWS split and its header and claims read, signature not yet checked.
+struct Token {
+  Alg alg = Alg::RS256;
+  std::string kid;
+  std::string typ;             // header typ, lowercased; "" when absent
+  std::string signing_input;   // base64url(header) "." base64url(payload)
+  std::string signature;       // decoded bytes
+  std::string claims_json;     // decoded payload
+};
+
+// Why a token is refused. The HTTP mapping (RFC 6750 §3.1): every kind is `invalid_token`
+// (401) except unavailable (503: the keys cannot be had now).
+enum class Failure {
+  malformed,        // not three base64url parts, header or claims not a JSON object, too long
+  unsupported_alg,  // alg none, HS*, or an algorithm not in the allow-list
+  unknown_kid,      // no key with that kid (the caller may fetch the JWK Set again)
+  bad_signature,
+  wrong_type,       // typ is not at+jwt (RFC 9068 §4) when that is required
+  wrong_issuer,
+  wrong_audience,
+  expired,
+  not_yet_valid,
+  missing_claim,    // iss, sub, exp or aud absent or of the wrong JSON type
+  unavailable,      // no keys yet (issuer unreachable since start): set by the caller
+};
+std::string_view failure_name(Failure f);  // "expired", ... for logs and metrics labels
+
+struct Rejection {
+  Failure failure = Failure::malformed;
+  std::string detail;  // for the log and error_description: "expired 42 s ago"; never the token
+};
+
+inline constexpr std::size_t kMaxTokenBytes = 16 * 1024;
+
+// Splits and decodes a compact JWS (at most kMaxTokenBytes); checks alg against `allowed`.
+Expected<Token, Rejection> parse_token(std::string_view compact, const std::vector<Alg>& allowed);
+
+// What a valid token says (RFC 9068 §2.2).
+struct Claims {
+  std::string issuer;
+  std::string subject;
+  std::string client_id;                 // "" when absent
+  std::vector<std::string> audiences;    // aud as a string or an array
+  std::vector<std::string> scopes;       // `scope` (space-separated) or `scp` (array)
+  std::int64_t expires_at = 0;           // exp, seconds since the epoch
+  std::int64_t not_before = 0;           // nbf, 0 when absent
+  std::int64_t issued_at = 0;            // iat, 0 when absent
+};
+
+struct Rules {
+  std::string issuer;                    // iss must equal it exactly
+  std::vector<std::string> audiences;    // aud must contain at least one of these
+  std::vector<Alg> algorithms{Alg::RS256, Alg::PS256, Alg::ES256, Alg::EdDSA};
+  std::chrono::seconds clock_skew{60};   // tolerance for exp and nbf
+  bool require_at_jwt = true;            // typ must be "at+jwt" or "application/at+jwt"
+};
+
+// Checks the signature with `keys` (Failure::unknown_kid when the kid is not in the set), then
+// typ, iss, aud, exp and nbf against `rules` at `now` (seconds since the epoch).
+Expected<Claims, Rejection> verify(const Token& token, const KeySet& keys, const Rules& rules,
+                                   std::int64_t now);
+
+}  // namespace mcpmqtt::auth
