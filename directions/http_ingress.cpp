@@ -17,7 +17,8 @@ class HttpIngress::Backend : public http::Backend {
     ingress_->attach(server_name, std::move(session), std::move(strand));
   }
   void attach_session(const std::string& server_name, std::shared_ptr<bridge::Channel> session,
-                      boost::asio::any_io_executor strand, const std::string& principal) override {
+                      boost::asio::any_io_executor strand,
+                      const bridge::Principal& principal) override {
     ingress_->attach(server_name, std::move(session), std::move(strand), {}, {}, principal);
   }
   bool serves_modern() override { return modern_ != nullptr; }

@@ -47,8 +47,9 @@ struct Ingress::IngressSession : std::enable_shared_from_this<IngressSession> {
   OnClosed on_closed;
   OnFinished on_finished;
   bool ended = false;
-  // Webhooks served by the bridge (Ingress::serve_webhooks), for this session's principal.
-  std::string principal;
+  // Who opened the session; webhooks served by the bridge (Ingress::serve_webhooks) are keyed by
+  // its key.
+  std::optional<bridge::Principal> principal;
   WebhookHandler webhooks;
   std::optional<jsonrpc::Id> client_init_id;
   bool webhooks_here = false;  // the server has in-band events and no webhooks of its own
@@ -82,7 +83,7 @@ struct Ingress::IngressSession : std::enable_shared_from_this<IngressSession> {
       }
       if (!ours) return false;
       std::weak_ptr<IngressSession> weak = weak_from_this();
-      webhooks(server_name, principal, m, [weak](jsonrpc::Message answer) {
+      webhooks(server_name, principal->key, m, [weak](jsonrpc::Message answer) {
         auto self = weak.lock();
         if (!self) return;
         boost::asio::post(self->strand, [self, answer = std::move(answer)]() mutable {
@@ -117,7 +118,7 @@ struct Ingress::IngressSession : std::enable_shared_from_this<IngressSession> {
     if (!raw || raw_json::member(*raw, "nextCursor")) return false;
     auto held = std::make_shared<jsonrpc::Message>(m);
     std::weak_ptr<IngressSession> weak = weak_from_this();
-    webhooks(server_name, principal,
+    webhooks(server_name, principal->key,
              jsonrpc::Message::request(jsonrpc::Id::integer(0), "resources/list"),
              [weak, held](jsonrpc::Message ours) {
                auto self = weak.lock();
@@ -318,7 +319,7 @@ Ingress::Ingress(Options options, std::shared_ptr<bridge::Directory> directory)
 
 void Ingress::attach(const std::string& server_name, std::shared_ptr<bridge::Channel> downstream,
                      boost::asio::any_io_executor strand, OnClosed on_closed,
-                     OnFinished on_finished, std::string principal) {
+                     OnFinished on_finished, std::optional<bridge::Principal> principal) {
   auto s = std::make_shared<IngressSession>();
   s->ingress = weak_from_this();
   s->strand = strand;
@@ -330,7 +331,7 @@ void Ingress::attach(const std::string& server_name, std::shared_ptr<bridge::Cha
     std::lock_guard lock(mu_);
     s->id = next_id_++;
     sessions_[s->id] = s;
-    if (!s->principal.empty()) s->webhooks = webhooks_;
+    if (s->principal) s->webhooks = webhooks_;
   }
   std::weak_ptr<IngressSession> weak = s;
   bridge::HoldingChannel::Hooks hooks;

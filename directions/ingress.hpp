@@ -20,6 +20,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>
 
+#include "bridge/protocol/principal.hpp"
 #include "bridge/relay/channel.hpp"
 #include "bridge/relay/directory.hpp"
 #include "config/config.hpp"
@@ -46,12 +47,12 @@ class Ingress : public std::enable_shared_from_this<Ingress> {
                                          std::shared_ptr<bridge::Directory> directory);
 
   // Starts serving `downstream` (not yet started) with `server_name`, on `strand`. `principal`
-  // names who opened it (a digest of the bearer token, "stdio"; never a secret), for what the
-  // bridge keeps on the session's behalf (webhook registrations); empty: unknown, and such
-  // sessions are not offered webhooks.
+  // names who opened it, for what the bridge keeps on the session's behalf (webhook
+  // registrations, by its key); none: unknown, and such sessions are not offered webhooks.
   void attach(const std::string& server_name, std::shared_ptr<bridge::Channel> downstream,
               boost::asio::any_io_executor strand, OnClosed on_closed = {},
-              OnFinished on_finished = {}, std::string principal = {});
+              OnFinished on_finished = {},
+              std::optional<bridge::Principal> principal = std::nullopt);
 
   // SEP-1803 webhooks served by the bridge (events.webhooks): for sessions with a principal to
   // servers with in-band events (resources.subscribe) that do not advertise "webhook"

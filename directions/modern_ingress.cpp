@@ -61,7 +61,8 @@ ModernIngress::ModernIngress(boost::asio::any_io_executor strand, Options option
   auto strand_copy = strand_;
   gateway_ = bridge::ModernGateway::create(
       std::move(o), *scheduler_,
-      [weak_ingress, strand_copy](const std::string& server_name, const std::string& principal,
+      [weak_ingress, strand_copy](const std::string& server_name,
+                                  const bridge::Principal& principal,
                                   std::shared_ptr<bridge::Channel> downstream) {
         if (auto in = weak_ingress.lock()) {
           in->attach(server_name, std::move(downstream), strand_copy, {}, {}, principal);
@@ -118,12 +119,17 @@ void ModernIngress::handle(http::ModernRequest request, std::shared_ptr<http::Mo
 
 void ModernIngress::handle(const std::string& server_name, std::uint64_t origin,
                            jsonrpc::Message message, bridge::ModernGateway::Responder responder) {
-  boost::asio::post(
-      strand_, [self = shared_from_this(), server_name, origin, message = std::move(message),
-                responder = std::move(responder)]() mutable {
-        self->gateway_->handle({server_name, "stdio", origin, std::move(message), std::nullopt, {}},
-                               std::move(responder));
-      });
+  boost::asio::post(strand_,
+                    [self = shared_from_this(), server_name, origin, message = std::move(message),
+                     responder = std::move(responder)]() mutable {
+                      self->gateway_->handle({server_name,
+                                              bridge::Principal::keyed("stdio"),
+                                              origin,
+                                              std::move(message),
+                                              std::nullopt,
+                                              {}},
+                                             std::move(responder));
+                    });
 }
 
 void ModernIngress::cancel_request(std::uint64_t origin, const jsonrpc::Id& id) {

@@ -309,7 +309,7 @@ void WebhookService::open(Upstream& u) {
   u.have.clear();
   u.subscribing.clear();
   u.init_id = jsonrpc::Id::integer(u.next_id++);
-  ingress_->attach(server, u.channel, strand_, {}, {}, "webhooks");
+  ingress_->attach(server, u.channel, strand_, {}, {}, bridge::Principal::keyed("webhooks"));
   u.channel->deliver(jsonrpc::Message::request(
       *u.init_id, "initialize",
       R"({"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcp-mqtt-bridge-webhooks","version":")" MCPMQTT_VERSION

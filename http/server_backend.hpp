@@ -10,6 +10,7 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include "bridge/modern/protocol.hpp"
+#include "bridge/protocol/principal.hpp"
 #include "bridge/relay/channel.hpp"
 
 namespace mcpmqtt::http {
@@ -18,9 +19,9 @@ namespace mcpmqtt::http {
 // request; classified by modern::classify_post), as the HTTP server hands it to the backend.
 struct ModernRequest {
   std::string server_name;
-  // Who sent it, for pooling and binding requestState: a SHA-256 digest of the bearer token, or
-  // "anonymous" without tokens. Never the token.
-  std::string principal;
+  // Who sent it, for pooling and binding requestState (its key: a SHA-256 digest of a static
+  // bearer token, an OAuth issuer and subject, or "anonymous") and for what it may reach.
+  bridge::Principal principal;
   jsonrpc::Message message;
   modern::Headers headers;  // MCP-Protocol-Version, Mcp-Method, Mcp-Name as received
   // Mcp-Param-{Name} headers: {Name} in lowercase → the value as received (SEP-2243).
@@ -64,11 +65,12 @@ class Backend {
   // `strand` is the session's strand: whatever the backend joins to the session runs there.
   virtual void attach(const std::string& server_name, std::shared_ptr<bridge::Channel> session,
                       boost::asio::any_io_executor strand) = 0;
-  // attach() with who opened the session: principal_of its initialize POST (a digest of the
-  // bearer token, or "anonymous"; never the token). The HTTP server calls this one.
+  // attach() with who opened the session: the principal of its initialize POST. The HTTP server
+  // calls this one.
   virtual void attach_session(const std::string& server_name,
                               std::shared_ptr<bridge::Channel> session,
-                              boost::asio::any_io_executor strand, const std::string& principal) {
+                              boost::asio::any_io_executor strand,
+                              const bridge::Principal& principal) {
     (void)principal;
     attach(server_name, std::move(session), std::move(strand));
   }

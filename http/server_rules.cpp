@@ -271,8 +271,9 @@ BearerTokens::Result BearerTokens::check(std::string_view authorization) const {
   return matched ? Result::ok : Result::invalid;
 }
 
-std::string principal_of(std::string_view authorization, bool tokens_enabled) {
-  if (!tokens_enabled) return "anonymous";
+bridge::Principal principal_of(std::string_view authorization, bool tokens_enabled) {
+  bridge::Principal p;
+  if (!tokens_enabled) return p;
   authorization = trim(authorization);
   constexpr std::string_view scheme = "bearer ";
   if (authorization.size() > scheme.size() &&
@@ -285,7 +286,8 @@ std::string principal_of(std::string_view authorization, bool tokens_enabled) {
     out.push_back(kHex[c >> 4]);
     out.push_back(kHex[c & 0xf]);
   }
-  return out;
+  p.key = std::move(out);
+  return p;
 }
 
 // ---- sessions and versions ---------------------------------------------------------------------

@@ -14,6 +14,7 @@
 #include <boost/asio/ip/address.hpp>
 
 #include "bridge/jsonrpc/jsonrpc.hpp"
+#include "bridge/protocol/principal.hpp"
 
 namespace mcpmqtt::http {
 
@@ -89,10 +90,10 @@ class BearerTokens {
   std::vector<std::array<unsigned char, 32>> digests_;
 };
 
-// Who sent a request, for the modern gateway's pool and its requestState binding: "token:" and
-// the SHA-256 digest (hex) of the bearer token when tokens are configured (the check passed
-// already), else "anonymous". The token itself is never kept or logged.
-std::string principal_of(std::string_view authorization, bool tokens_enabled);
+// Who sent a request authorized by a static token or by nothing: keyed "token:" and the SHA-256
+// digest (hex) of the bearer token when tokens are configured (the check passed already), else
+// "anonymous"; unrestricted. The token itself is never kept or logged.
+bridge::Principal principal_of(std::string_view authorization, bool tokens_enabled);
 
 // ---- sessions and versions ---------------------------------------------------------------------
 

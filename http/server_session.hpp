@@ -26,6 +26,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
+#include "bridge/protocol/principal.hpp"
 #include "bridge/relay/channel.hpp"
 #include "bridge/relay/stream_router.hpp"
 #include "common/log.hpp"
@@ -40,9 +41,9 @@ class ServerSession : public bridge::Channel, public std::enable_shared_from_thi
 
   const std::string& id() const { return id_; }
   const std::string& server_name() const { return server_name_; }
-  // Who opened the session (principal_of the initialize POST's Authorization); set before
-  // begin().
-  void set_principal(std::string principal) { principal_ = std::move(principal); }
+  // Who opened the session (the initialize POST's principal); set before begin().
+  void set_principal(bridge::Principal principal) { principal_ = std::move(principal); }
+  const bridge::Principal& principal() const { return principal_; }
 
   // Request handlers, called by connections (any strand). `protocol_version` is the
   // MCP-Protocol-Version header, already checked, or empty.
@@ -123,7 +124,7 @@ class ServerSession : public bridge::Channel, public std::enable_shared_from_thi
   const std::string id_;
   const std::string server_name_;
   const std::string label_;
-  std::string principal_;
+  bridge::Principal principal_;
 
   Phase phase_ = Phase::initializing;
   std::shared_ptr<Receiver> receiver_;

@@ -151,7 +151,7 @@ ModernGateway::CallId ModernGateway::handle(Call call, Responder responder) {
     return id;
   }
   p.envelope = std::move(*admitted);
-  p.key = p.call.server_name + '\n' + p.call.principal + '\n' +
+  p.key = p.call.server_name + '\n' + p.call.principal.key + '\n' +
           modern::canonical_json(p.envelope.client_capabilities_json);
   if (p.call.origin) by_origin_[p.call.origin].push_back(id);
 

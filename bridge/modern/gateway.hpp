@@ -27,6 +27,7 @@
 #include "bridge/modern/request_state.hpp"
 #include "bridge/modern/run_state.hpp"
 #include "bridge/modern/server_param_headers.hpp"
+#include "bridge/protocol/principal.hpp"
 #include "bridge/relay/channel.hpp"
 #include "bridge/relay/local_channel.hpp"
 #include "bridge/relay/scheduler.hpp"
@@ -66,9 +67,9 @@ class ModernGateway : public std::enable_shared_from_this<ModernGateway> {
 
   struct Call {
     std::string server_name;
-    std::string principal;     // a digest of the bearer token, "stdio"; never a secret
-    std::uint64_t origin = 0;  // the connection, for cancel_request() (stdio)
-    jsonrpc::Message message;  // a request that claims_modern
+    Principal principal;                     // pools and requestState are keyed by principal.key
+    std::uint64_t origin = 0;                // the connection, for cancel_request() (stdio)
+    jsonrpc::Message message;                // a request that claims_modern
     std::optional<modern::Headers> headers;  // HTTP; nullopt on stdio
     // HTTP: the Mcp-Param-{Name} headers, {Name} in lowercase → value (SEP-2243).
     std::vector<std::pair<std::string, std::string>> param_headers;
@@ -79,7 +80,7 @@ class ModernGateway : public std::enable_shared_from_this<ModernGateway> {
   // on behalf of `principal` (the sessions are keyed by it: the bridge's own services, such as
   // webhooks, answer for that principal); the channel tells the gateway the outcome (an error to
   // its initialize, a close).
-  using Opener = std::function<void(const std::string& server_name, const std::string& principal,
+  using Opener = std::function<void(const std::string& server_name, const Principal& principal,
                                     std::shared_ptr<Channel> downstream)>;
 
   struct Stats {

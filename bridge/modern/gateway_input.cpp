@@ -155,7 +155,7 @@ void ModernGateway::resume(CallId id, const std::string& state) {
                          m.id().to_string(), why);
     refuse(p, modern::invalid_request_state(), 200, "error");
   };
-  const auto ticket = open_round_state(codec_, state, {p.call.principal, p.key, m.method()}, m,
+  const auto ticket = open_round_state(codec_, state, {p.call.principal.key, p.key, m.method()}, m,
                                        to_ms(scheduler_.now()));
   if (!ticket) return fail(ticket.error());
   auto r = runs_.find(ticket->run);

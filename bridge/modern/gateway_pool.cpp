@@ -206,7 +206,7 @@ void ModernGateway::open_session(Pending& p) {
       std::move(peer));
   auto channel = s.channel;
   const std::string server_name = s.server_name;
-  const std::string principal = p.call.principal;
+  const Principal principal = p.call.principal;
   // 002 §Initialization, with exactly the capabilities this request declared.
   channel->deliver(jsonrpc::Message::request(
       init_id(), "initialize",

@@ -22,7 +22,7 @@ void ModernGateway::start_run(Session& s, Pending& p) {
   run.method = m.method();
   run.key = p.key;
   run.server_name = p.call.server_name;
-  run.principal = p.call.principal;
+  run.principal = p.call.principal.key;
   run.original = m;  // shares its text; the digest waits for a round that needs it
   run.server_info_json = s.info.server_info_json;
   if (run.method == "resources/read") {

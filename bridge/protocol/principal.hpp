@@ -32,6 +32,13 @@ struct Principal {
   std::shared_ptr<const std::string> access_token;
   std::int64_t expires_at = 0;  // OAuth: exp; 0 otherwise
 
+  // An unrestricted principal known only by its key ("stdio", tests).
+  static Principal keyed(std::string key) {
+    Principal p;
+    p.key = std::move(key);
+    return p;
+  }
+
   bool is_oauth() const { return !subject.empty(); }
   // The filters allow `server_name` (bridge/protocol/topics.hpp filter_matches).
   bool may_reach(std::string_view server_name) const;

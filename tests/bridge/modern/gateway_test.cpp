@@ -92,7 +92,8 @@ struct Harness {
     if (o.state_secret.empty()) o.state_secret = std::string(32, 'k');
     gateway = ModernGateway::create(
         o, clock,
-        [this](const std::string& name, const std::string&, std::shared_ptr<bridge::Channel> ch) {
+        [this](const std::string& name, const bridge::Principal&,
+               std::shared_ptr<bridge::Channel> ch) {
           auto s = std::make_shared<FakeSession>();
           s->server_name = name;
           s->channel = ch;
@@ -120,8 +121,9 @@ struct Harness {
       a->final = m;
       a->status = status;
     };
-    auto cid = gateway->handle(
-        {server, principal, 1, msg(text), std::move(headers), std::move(params)}, r);
+    auto cid = gateway->handle({server, bridge::Principal::keyed(principal), 1, msg(text),
+                                std::move(headers), std::move(params)},
+                               r);
     if (id) *id = cid;
     return a;
   }
