@@ -3,6 +3,7 @@
 # which folder may include which, folder by folder, subfolders included.
 #
 #   common/            logging, metrics, Expected: nothing of ours
+#   auth/              OAuth access tokens (JWS, JWK Sets, RFC 9068 claims), no I/O: common/
 #   bridge/jsonrpc/    the JSON-RPC message model: common/
 #   bridge/protocol/   the MCP over MQTT vocabulary (topics, names, events): bridge/jsonrpc/
 #   bridge/relay/      channels, splices, stream routing, directory, subscription hub: the above
@@ -11,13 +12,15 @@
 #   mqtt/codec/        the MQTT 5.0 codec: the standard library only
 #   mqtt/protocol/     the native engine's MQTT client protocol, no I/O: common/, mqtt/codec/
 #   mqtt/ http/ stdio/ the transports: common/, bridge/ and themselves; never config/ or one
-#                      another (mqtt/ may use its codec)
-#   events/            webhooks (SQLite store, outbox, delivery over HTTP): common/, bridge/, http/
+#                      another (mqtt/ may use its codec); http/ may use auth/
+#   events/            webhooks (SQLite store, outbox, delivery over HTTP): common/, bridge/,
+#                      auth/, http/
 #   directions/        the four directions' wiring: everything above
-#   daemon/            the process: common/, bridge/, config/ and directions/ — the transports
-#                      only through directions/
+#   daemon/            the process: common/, bridge/, auth/, config/ and directions/ — the
+#                      transports only through directions/
 #
-# The core (bridge/, common/) has no I/O library in it (no Asio, Beast, Paho or SQLite header).
+# The core (bridge/, common/) and auth/ have no I/O library in them (no Asio, Beast, Paho or
+# SQLite header).
 # tests/ and bench/ may include anything. Run from anywhere; `--root DIR` checks another tree
 # (the test of this script uses it on seeded mistakes).
 set -euo pipefail
@@ -33,6 +36,7 @@ core="common bridge/jsonrpc bridge/protocol bridge/relay bridge/modern"
 # listed where they may be included).
 declare -A allowed=(
   [common]="common"
+  [auth]="common auth"
   [bridge/jsonrpc]="common bridge/jsonrpc"
   [bridge/protocol]="common bridge/jsonrpc bridge/protocol"
   [bridge/relay]="common bridge/jsonrpc bridge/protocol bridge/relay"
@@ -41,11 +45,11 @@ declare -A allowed=(
   [mqtt/codec]="mqtt/codec"
   [mqtt/protocol]="common mqtt/codec mqtt/protocol"
   [mqtt]="$core mqtt mqtt/codec mqtt/protocol"
-  [http]="$core http"
+  [http]="$core auth http"
   [stdio]="$core stdio"
-  [events]="$core http events"
-  [directions]="$core config mqtt mqtt/codec http stdio events directions"
-  [daemon]="$core config directions daemon"
+  [events]="$core auth http events"
+  [directions]="$core auth config mqtt mqtt/codec http stdio events directions"
+  [daemon]="$core auth config directions daemon"
 )
 # The folder a path belongs to, for the rules above: bridge/ and mqtt/codec/ by subfolder.
 folder_of() {
@@ -58,7 +62,7 @@ folder_of() {
   esac
 }
 # Every top-level folder that holds sources of ours, so that an include of one is recognised.
-ours="common|bridge|config|mqtt|http|stdio|events|directions|daemon|tests|bench"
+ours="common|auth|bridge|config|mqtt|http|stdio|events|directions|daemon|tests|bench"
 
 status=0
 while IFS= read -r file; do
@@ -88,15 +92,15 @@ while IFS= read -r file; do
       status=1
     done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]+<(boost|mqtt|MQTT|rapidjson|spdlog|openssl|sqlite)' "$file" || true)
   fi
-done < <(find common bridge config mqtt http stdio events directions daemon \
+done < <(find common auth bridge config mqtt http stdio events directions daemon \
            \( -name '*.cpp' -o -name '*.hpp' \) 2>/dev/null | sort)
 
-# The core has no I/O library in it (style.md: protocol cores without I/O).
+# The core and auth/ have no I/O library in them (style.md: protocol cores without I/O).
 while IFS= read -r hit; do
-  echo "$hit: the core (common/, bridge/) has no I/O: no Asio, Beast, Paho or SQLite header" >&2
+  echo "$hit: the core (common/, bridge/) and auth/ have no I/O: no Asio, Beast, Paho or SQLite header" >&2
   status=1
 done < <(grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]+<(boost/asio|boost/beast|mqtt/|MQTT|sqlite3)' \
-           --include='*.cpp' --include='*.hpp' common bridge 2>/dev/null || true)
+           --include='*.cpp' --include='*.hpp' common auth bridge 2>/dev/null || true)
 
 if (( status )); then
   echo "check-layers: includes cross the layers (see the rules at the top of $0)" >&2
