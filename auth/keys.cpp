@@ -220,7 +220,8 @@ KeyRead read_jwk(const Value& jwk) {
   return read;
 }
 
-// The kid of an entry as a log may show it: printable ASCII, at most 40 characters.
+// The kid of an entry as a log may show it: printable ASCII, at most 40 characters, and no ';'
+// (which separates the reasons).
 std::string kid_for_log(const Value& jwk) {
   const Value* k = jwk.IsObject() ? member(jwk, "kid") : nullptr;
   if (!k || !k->IsString()) return "";
@@ -230,7 +231,7 @@ std::string kid_for_log(const Value& jwk) {
       out += "...";
       break;
     }
-    out += (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') ? c : '?';
+    out += (c >= 0x20 && c < 0x7f && c != '"' && c != '\\' && c != ';') ? c : '?';
   }
   return out;
 }

@@ -47,25 +47,30 @@ void warn_tls_verify_off_once(const std::shared_ptr<spdlog::logger>& log, const 
 // Contexts are shared between sessions with the same trust settings: loading the system's CA
 // store for every session would cost more than the session's handshake.
 std::shared_ptr<net::ssl::context> tls_context(const UpstreamSpec& spec, std::string& error) {
+  return tls_context(spec.tls_verify, spec.ca_file, error);
+}
+
+std::shared_ptr<net::ssl::context> tls_context(bool tls_verify, const std::string& ca_file,
+                                               std::string& error) {
   static std::mutex mutex;
   static std::map<std::pair<std::string, bool>, std::weak_ptr<net::ssl::context>> cache;
-  const auto key = std::make_pair(spec.tls_verify ? spec.ca_file : std::string(), spec.tls_verify);
+  const auto key = std::make_pair(tls_verify ? ca_file : std::string(), tls_verify);
   std::lock_guard<std::mutex> lock(mutex);
   if (auto shared = cache[key].lock()) return shared;
   auto ctx = std::make_shared<net::ssl::context>(net::ssl::context::tls_client);
   SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION);
   boost::system::error_code ec;
-  if (spec.tls_verify) {
-    if (!spec.ca_file.empty()) {
-      std::FILE* f = std::fopen(spec.ca_file.c_str(), "r");
+  if (tls_verify) {
+    if (!ca_file.empty()) {
+      std::FILE* f = std::fopen(ca_file.c_str(), "r");
       if (!f) {
-        error = "cannot read the CA file \"" + spec.ca_file + "\": " + errno_text(errno);
+        error = "cannot read the CA file \"" + ca_file + "\": " + errno_text(errno);
         return nullptr;
       }
       std::fclose(f);
-      ctx->load_verify_file(spec.ca_file, ec);
+      ctx->load_verify_file(ca_file, ec);
       if (ec) {
-        error = "cannot load the CA file \"" + spec.ca_file +
+        error = "cannot load the CA file \"" + ca_file +
                 "\": it holds no PEM certificate OpenSSL accepts";
         return nullptr;
       }

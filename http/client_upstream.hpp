@@ -17,6 +17,10 @@ namespace mcpmqtt::http {
 // and only read afterwards, which OpenSSL allows from any thread.
 std::shared_ptr<boost::asio::ssl::context> tls_context(const UpstreamSpec& spec,
                                                        std::string& error);
+// The same for other HTTPS clients of the bridge (the OAuth pieces): `ca_file` empty for the
+// system's store.
+std::shared_ptr<boost::asio::ssl::context> tls_context(bool tls_verify, const std::string& ca_file,
+                                                       std::string& error);
 // tls_verify: false is worth one warning per upstream URL, not one per session.
 void warn_tls_verify_off_once(const std::shared_ptr<spdlog::logger>& log, const UpstreamSpec& s);
 

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (tests/fuzz: the MQTT codec, JSON-RPC and the 2026-07-28
 # vocabulary, the HTTP request rules and the real HTTP server, configuration loading, the topic
-# scheme) with clang++ and ASan+UBSan into build-fuzz/, then runs them.
+# scheme, access tokens and JWK Sets) with clang++ and ASan+UBSan into build-fuzz/, then runs
+# them.
 #
 #   scripts/fuzz.sh               deeper fuzzing: each target for MCPMQTT_FUZZ_SECONDS (default
 #                                 600) on a copy of its committed corpus (tests/fuzz/corpus/
 #                                 <target>), MCPMQTT_FUZZ_JOBS at a time (default: one per CPU):
-#                                 8 targets on 2 cores take 40 minutes
+#                                 10 targets on 2 cores take 50 minutes
 #   scripts/fuzz.sh --merge       the same, then the new inputs that add coverage are merged into
 #                                 tests/fuzz/corpus/<target> (libFuzzer -merge=1), to be committed
 #   scripts/fuzz.sh --ci          what the test command runs: every committed input of every
@@ -34,7 +35,7 @@ esac
 parallel=${MCPMQTT_FUZZ_JOBS:-$(nproc)}
 dir=build-fuzz
 read -r -a targets <<<"${MCPMQTT_FUZZ_TARGETS:-codec_stream codec_primitives codec_roundtrip jsonrpc \
-  topics config http_headers http_server}"
+  topics config http_headers http_server jwt jwks}"
 if [[ $mode == ci ]]; then
   # The total is shared out: rounds of `parallel` targets, each round an equal slice.
   rounds=$(( (${#targets[@]} + parallel - 1) / parallel ))

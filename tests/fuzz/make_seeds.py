@@ -4,9 +4,12 @@
 The seeds are committed; run this again only to change them. MQTT packets are written out from
 the byte layouts of the MQTT 5.0 standard, without the codec; JSON-RPC messages, HTTP requests,
 topics and configurations are the ones MCP clients, servers and the tests use, and the
-configuration files of the repository. Regression inputs that a fuzz run found are committed by
-hand next to these (named regression-*), and this script leaves them alone.
+configuration files of the repository; access tokens and JWK Sets are those an authorization
+server issues, and the mistakes the token core refuses. Regression inputs that a fuzz run found
+are committed by hand next to these (named regression-*), and this script leaves them alone.
 """
+import base64
+import json
 import os
 import random
 import struct
@@ -397,6 +400,183 @@ CONFIG = {
     "not-json": b"{\"mqtt\": {\"url\": \"mqtt://x\"",
 }
 
+# ---- access tokens and JWK Sets -----------------------------------------------------------------
+
+# The public keys of jwt_fuzzer.cpp's JWK Set literal (kids rsa, ec, ed). Their private halves
+# signed SIGNED_TOKENS once and were discarded: these tokens cannot be made again, only kept.
+JWK_RSA = ('{"kty":"RSA","kid":"rsa","n":"vzEZJKXOmcxWFbXLfIu9He5WweNjTlRy7B19SUVs4ZH2zKZuV3hNeD'
+           'WJtwQyii8jpUenisZSAqA6kPWu8NICLtyFoowBhvY0LvPqnMq0np9-Z5ozaVefu2CYU7uaS_iolepAbe5BCWz'
+           'v_QJtk2xI3znomIVDy3z798PrqjUPUSiNGETIDjCQCrmENPAIwhwyaUtp6I3O0-q652aeQ6IFtDkqeuYqSIdT'
+           'nheYsp_4vI0dDXBWJbDYAl6kTAvfTWToChcUB1IfFjevuN_DriJWWbu4ogui3Q_q5tauxqDZHukHgMP4IbYwn'
+           'hi15fmsDROpx_k8N5oyH4YduoinIvpWJQ","e":"AQAB"}')
+JWK_EC = ('{"kty":"EC","kid":"ec","crv":"P-256","alg":"ES256","use":"sig",'
+          '"x":"mfF_7NTmCVXk2utZbT8whIAvfD-wWF8QarB101P85zU",'
+          '"y":"T3vZY7X_mOMe1GgkwX_SuxpCDWJQanutK7-HsLa4pYw"}')
+JWK_ED = ('{"kty":"OKP","kid":"ed","crv":"Ed25519","alg":"EdDSA",'
+          '"x":"7K8njtKEAy7MnihIUojrFxFiRvE6hRZsCnaJD-YSbhU"}')
+JWK_OCT = '{"kty":"oct","kid":"hmac","k":"c2VjcmV0"}'
+
+SIGNED_TOKENS = {
+    "RS256": (
+        "eyJhbGciOiJSUzI1NiIsImtpZCI6InJzYSIsInR5cCI6ImF0K2p3dCJ9.eyJpc3MiOiJodHRwczovL2lzc3Vlci5"
+        "mdXp6Iiwic3ViIjoidXNlci0xIiwiYXVkIjoiaHR0cHM6Ly9icmlkZ2UuZnV6ei9tY3AiLCJpYXQiOjE4OTk5OTk"
+        "5OTAsImV4cCI6MTkwMDAwMDMwMCwic2NvcGUiOiJtY3A6d2VhdGhlciBtY3A6YWxsIiwiY2xpZW50X2lkIjoiZnV"
+        "6ei1jbGllbnQifQ.uNrOynNUP1CR5Gt5UAhSzsZc6Kbu_jCXuZK1ayzXwRA0pYA0YoIF-Qlp_y0_3kcZwQBCdcuI"
+        "VxPCInKYSB2BXI9vdciFB-oPQcM-_RteeOZXNJhIQUoAp5yF1o3a_lNC5ByWB2Jkb5Bde6fOWdQbijD04VgpVvF3"
+        "qV7HSw48fAlergaTt92XB8Mtl8xK6iAjY4J8OPOwCgX1UFENgITbYs_UZjICTmk48xjgmtSOXi7fswojRyfZJLf2"
+        "XGwIVpyMhc-TI8PduWYmOHYuViMuBKve16Aox40h37Zkkhzo0JL_XvGhEAk402YP-vk2yxf0Ty_7A9n0C-2daT5i"
+        "O91jng"),
+    "PS256": (
+        "eyJhbGciOiJQUzI1NiIsImtpZCI6InJzYSIsInR5cCI6ImF0K2p3dCJ9.eyJpc3MiOiJodHRwczovL2lzc3Vlci5"
+        "mdXp6Iiwic3ViIjoidXNlci0xIiwiYXVkIjoiaHR0cHM6Ly9icmlkZ2UuZnV6ei9tY3AiLCJpYXQiOjE4OTk5OTk"
+        "5OTAsImV4cCI6MTkwMDAwMDMwMCwic2NvcGUiOiJtY3A6d2VhdGhlciBtY3A6YWxsIiwiY2xpZW50X2lkIjoiZnV"
+        "6ei1jbGllbnQifQ.su_S-_K9deSZTZkd4-7gzz_MCKiYFjzFR2TNcevaxqDl-1kXexEK8mzm7CEVoUxaWnsfBhID"
+        "gfdPsbB5jLJVBs6hENugKagtnKgPjaLXfqhWxKaYNuHEoy32ybq8zFVLyp9fhryO1OhnbPXdqOPYx-IWUjyvnN89"
+        "2vEtKKPGqqgjuz5LfXNd-lb_22RMLb0zscwzdzDdH4f42jgUp4f0tfpiPNlTq2DAggQjPgrUH3SEUGntfspYw7-t"
+        "RprtKEDk0We2_82iNw-QYwfbFHguztN2EJKtv2CaRB0vOV-fb9Q1t7KOGq6papMbUbVDzX1hHDN58RzWjPus5tqw"
+        "kLN1VQ"),
+    "ES256": (
+        "eyJhbGciOiJFUzI1NiIsImtpZCI6ImVjIiwidHlwIjoiYXQrand0In0.eyJpc3MiOiJodHRwczovL2lzc3Vlci5m"
+        "dXp6Iiwic3ViIjoidXNlci0xIiwiYXVkIjoiaHR0cHM6Ly9icmlkZ2UuZnV6ei9tY3AiLCJpYXQiOjE4OTk5OTk5"
+        "OTAsImV4cCI6MTkwMDAwMDMwMCwic2NvcGUiOiJtY3A6d2VhdGhlciBtY3A6YWxsIiwiY2xpZW50X2lkIjoiZnV6"
+        "ei1jbGllbnQifQ.9Hbzc1WiXpA90uenVbr8MEJcB_Bv5U7ilhCt7mNG63x5A1zahBsOTy3zd4Bq1cl8_NrsjzgLh"
+        "-P1ERkFWd5Pfg"),
+    "EdDSA": (
+        "eyJhbGciOiJFZERTQSIsImtpZCI6ImVkIiwidHlwIjoiYXQrand0In0.eyJpc3MiOiJodHRwczovL2lzc3Vlci5m"
+        "dXp6Iiwic3ViIjoidXNlci0xIiwiYXVkIjoiaHR0cHM6Ly9icmlkZ2UuZnV6ei9tY3AiLCJpYXQiOjE4OTk5OTk5"
+        "OTAsImV4cCI6MTkwMDAwMDMwMCwic2NvcGUiOiJtY3A6d2VhdGhlciBtY3A6YWxsIiwiY2xpZW50X2lkIjoiZnV6"
+        "ei1jbGllbnQifQ.E3pDX2jQ0Y2ZET7C1LLD5-HjvoWzmMvhE-LFAc3D6JX6BySRgLyjf0lfsa-pcGfkrpj0p4vUh"
+        "42iLhD3cTb2Dg"),
+}
+
+
+def b64url(data):
+    data = data.encode() if isinstance(data, str) else data
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def token(header, claims, signature=b"\x00" * 64):
+    h = header if isinstance(header, str) else json.dumps(header, separators=(",", ":"))
+    c = claims if isinstance(claims, str) else json.dumps(claims, separators=(",", ":"))
+    return b64url(h) + "." + b64url(c) + "." + b64url(signature)
+
+
+NOW = 1900000000  # jwt_fuzzer.cpp's clock
+CLAIMS = {"iss": "https://issuer.fuzz", "sub": "user-1", "aud": "https://bridge.fuzz/mcp",
+          "iat": NOW - 10, "exp": NOW + 300, "scope": "mcp:weather mcp:all"}
+
+
+def claims(**changes):
+    out = dict(CLAIMS)
+    for k, v in changes.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = v
+    return out
+
+
+def header(alg="ES256", kid="ec", typ="at+jwt", **extra):
+    out = {"alg": alg}
+    if kid is not None:
+        out["kid"] = kid
+    if typ is not None:
+        out["typ"] = typ
+    out.update(extra)
+    return out
+
+
+# First byte: jwt_fuzzer.cpp's settings (bit 0: signed by the fuzzer's issuer; bit 1: typ not
+# required; bits 2-3: the allow-list; bits 4-5: the clock skew).
+SIGN = 1
+JWT = {f"signed-{alg.lower()}": b"\x00" + t.encode() for alg, t in SIGNED_TOKENS.items()}
+JWT.update({
+    "signed-rs256-rsa-only": b"\x04" + SIGNED_TOKENS["RS256"].encode(),
+    "signed-es256-no-skew": b"\x10" + SIGNED_TOKENS["ES256"].encode(),
+    "signed-ps256-not-allowed": b"\x08" + SIGNED_TOKENS["PS256"].encode(),
+    "tampered": b"\x00" + SIGNED_TOKENS["EdDSA"][:-2].encode() + b"Dw",
+})
+RESIGNED = {
+    "es256": token(header(), claims()),
+    "rs256": token(header("RS256", "rsa"), claims()),
+    "ps256-aud-array": token(header("PS256", "rsa"), claims(aud=["x", "https://bridge.fuzz"])),
+    "eddsa-scp": token(header("EdDSA", "ed"), claims(scope=None, scp=["mcp:a", "mcp:b"])),
+    "no-kid": token(header(kid=None), claims()),
+    "typ-application": token(header(typ="application/at+jwt"), claims()),
+    "typ-jwt": token(header(typ="JWT"), claims()),
+    "no-typ": token(header(typ=None), claims()),
+    "expired": token(header(), claims(exp=NOW - 61)),
+    "exp-at-skew": token(header(), claims(exp=NOW - 59)),
+    "exp-fraction": token(header(), claims(exp=NOW + 0.5)),
+    "exp-huge": token(header(), '{"iss":"https://issuer.fuzz","sub":"s","aud":"https://bridge.fuzz",'
+                                '"exp":1e300}'),
+    "exp-string": token(header(), claims(exp="soon")),
+    "nbf-future": token(header(), claims(nbf=NOW + 61)),
+    "nbf-at-skew": token(header(), claims(nbf=NOW + 60)),
+    "wrong-issuer": token(header(), claims(iss="https://issuer.fuzz/")),
+    "wrong-audience": token(header(), claims(aud=["a", "b"])),
+    "no-sub": token(header(), claims(sub=None)),
+    "client-id": token(header(), claims(client_id="c")),
+    "iat-string": token(header(), claims(iat="x")),
+    "scope-bad": token(header(), claims(scope="a\tb")),
+    "claims-dup": token(header(), '{"iss":"https://issuer.fuzz","iss":"x"}'),
+    "claims-array": token(header(), "[]"),
+    "crit": token(header(crit=["exp"]), claims()),
+    "alg-none": b64url('{"alg":"none"}') + "." + b64url(json.dumps(claims())) + ".",
+    "alg-hs256": token(header("HS256", "rsa"), claims(), b"\x01" * 32),
+    "alg-unknown": token(header("RS384", "rsa"), claims()),
+    "jwe": "eyJhbGciOiJSU0EtT0FFUCJ9.a.b.c.d",
+    "deep": token(header(), "[" * 2000),
+    "not-base64": "e30=.e30.e30",
+}
+for name, t in RESIGNED.items():
+    JWT["resign-" + name] = bytes([SIGN]) + t.encode()
+JWT["resign-rs256-typ-optional"] = bytes([SIGN | 2]) + RESIGNED["no-typ"].encode()
+JWT["resign-eddsa-skew-300"] = bytes([SIGN | 0x20]) + RESIGNED["nbf-future"].encode()
+
+
+def jwks(*keys):
+    return '{"keys":[' + ",".join(keys) + "]}"
+
+
+def with_member(jwk, name, value):
+    d = json.loads(jwk)
+    if value is None:
+        d.pop(name, None)
+    else:
+        d[name] = value
+    return json.dumps(d, separators=(",", ":"))
+
+
+RSA_N = base64.urlsafe_b64decode(json.loads(JWK_RSA)["n"] + "==")
+EC_X = json.loads(JWK_EC)["x"]
+EC_Y = json.loads(JWK_EC)["y"]
+OFF_CURVE_Y = EC_Y[:-1] + ("A" if EC_Y[-1] != "A" else "B")
+JWKS = {
+    "fixed": jwks(JWK_RSA, JWK_EC, JWK_ED, JWK_OCT),
+    "empty": '{"keys":[]}',
+    "rsa-1024": jwks(with_member(JWK_RSA, "n", b64url(RSA_N[:128]))),
+    "rsa-leading-zero": jwks(with_member(JWK_RSA, "n", b64url(b"\x00" + RSA_N))),
+    "rsa-even-e": jwks(with_member(JWK_RSA, "e", "AQAA")),
+    "ec-off-curve": jwks(with_member(JWK_EC, "y", OFF_CURVE_Y)),
+    "ec-short-x": jwks(with_member(JWK_EC, "x", EC_X[:-2])),
+    "ec-p384": jwks(with_member(JWK_EC, "crv", "P-384")),
+    "private": jwks(with_member(JWK_ED, "d", "nWGxne_9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A")),
+    "use-enc": jwks(with_member(JWK_EC, "use", "enc")),
+    "key-ops": jwks(with_member(JWK_EC, "key_ops", ["verify"]), with_member(JWK_ED, "key_ops", [])),
+    "alg-mismatch": jwks(with_member(JWK_RSA, "alg", "ES256"), with_member(JWK_EC, "alg", "RS384")),
+    "unknown-kty": jwks('{"kty":"XYZ"}', JWK_OCT, "[]", "1", "null"),
+    "x25519": jwks(with_member(JWK_ED, "crv", "X25519")),
+    "duplicate-kid": jwks(JWK_EC, with_member(JWK_ED, "kid", "ec")),
+    "no-kids": jwks(with_member(JWK_EC, "kid", None), with_member(JWK_RSA, "kid", None)),
+    "member-twice": jwks(JWK_ED[:-1] + ',"kid":"again"}'),
+    "too-many": jwks(*([JWK_OCT] * 65)),
+    "no-keys": '{"kes":[]}',
+    "keys-object": '{"keys":{}}',
+    "not-json": '{"keys":[',
+    "deep": '{"keys":' + "[" * 5000,
+}
+
 
 def write(target, seeds):
     folder = os.path.join(HERE, "corpus", target)
@@ -422,6 +602,8 @@ def main():
     write("topics", {k: v.encode("utf-8", "surrogatepass") if isinstance(v, str) else v
                      for k, v in TOPICS.items()})
     write("config", CONFIG)
+    write("jwt", JWT)
+    write("jwks", as_bytes(JWKS))
 
 
 if __name__ == "__main__":
