@@ -84,6 +84,24 @@ struct HttpLimits {
   bool operator==(const HttpLimits&) const = default;
 };
 
+// The HTTP ingress as an OAuth 2.1 resource server (http.oauth; MCP authorization, RFC 9728,
+// RFC 9068): access tokens of one issuer, checked against its keys; scopes grant server-names.
+struct OAuthConfig {
+  std::string issuer;  // empty: OAuth off
+  // scope -> server-name filters it grants (MQTT filter syntax); empty: every valid token
+  // reaches every server.
+  std::map<std::string, std::vector<std::string>> scopes;
+  std::vector<std::string> algorithms{"RS256", "PS256", "ES256", "EdDSA"};
+  int clock_skew_s = 60;
+  bool require_at_jwt = true;    // RFC 9068 §4: typ at+jwt
+  int jwks_max_stale_s = 86400;  // how long the last keys serve while the issuer is unreachable
+  std::string ca_file;           // for an https issuer with a private CA
+  bool tls_verify = true;
+
+  bool enabled() const { return !issuer.empty(); }
+  bool operator==(const OAuthConfig&) const = default;
+};
+
 struct HttpConfig {
   bool enabled = true;
   std::string listen = "127.0.0.1:8080";
@@ -95,6 +113,10 @@ struct HttpConfig {
   // messages then travel only on the GET stream).
   bool json_response = false;
   HttpLimits limits;
+  // The origin clients reach the bridge at (scheme://host[:port], no path), where resource URIs
+  // (RFC 8707, RFC 9728) derive from; empty: from each request's Host (plain http).
+  std::string public_url;
+  OAuthConfig oauth;
 
   // Derived from listen by validation.
   std::string listen_host = "127.0.0.1";

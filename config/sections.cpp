@@ -71,6 +71,47 @@ void read_http_members(ObjectReader& r, HttpConfig& h, std::vector<Problem>& pro
   r.string_list("allowed_hosts", h.allowed_hosts);
   r.string("bearer_tokens_file", h.bearer_tokens_file, false);
   r.boolean("json_response", h.json_response);
+  r.string("public_url", h.public_url, false);
+  if (const Value* o = r.object("oauth")) {
+    ObjectReader orr(*o, r.path_of("oauth"), problems);
+    auto& O = h.oauth;
+    orr.string("issuer", O.issuer, false);
+    if (const Value* s = orr.object("scopes")) {
+      for (auto it = s->MemberBegin(); it != s->MemberEnd(); ++it) {
+        const std::string scope(it->name.GetString(), it->name.GetStringLength());
+        const auto key = orr.path_of("scopes") + "." + scope;
+        if (scope.empty() || scope.find_first_of(" \"") != std::string::npos) {
+          problems.push_back({key, "a scope is a non-empty token without spaces or quotes"});
+          continue;
+        }
+        auto& filters = O.scopes[scope];
+        if (!it->value.IsArray()) {
+          problems.push_back({key, std::string("expected an array of server-name filters, found ") +
+                                       type_name(it->value)});
+          continue;
+        }
+        for (const auto& f : it->value.GetArray()) {
+          if (!f.IsString()) {
+            problems.push_back(
+                {key, std::string("expected a server-name filter string, found ") + type_name(f)});
+            continue;
+          }
+          std::string filter(f.GetString(), f.GetStringLength());
+          if (auto why = topics::check_server_name_filter(filter); !why.empty())
+            problems.push_back({key, "\"" + filter + "\": " + why});
+          else
+            filters.push_back(std::move(filter));
+        }
+      }
+    }
+    orr.string_list("algorithms", O.algorithms);
+    orr.integer("clock_skew_s", O.clock_skew_s, 0, 3600);
+    orr.boolean("require_at_jwt", O.require_at_jwt);
+    orr.integer("jwks_max_stale_s", O.jwks_max_stale_s, 0, 30LL * 24 * 3600);
+    orr.string("ca_file", O.ca_file, false);
+    orr.boolean("tls_verify", O.tls_verify);
+    orr.finish();
+  }
   if (const Value* l = r.object("limits")) {
     ObjectReader lr(*l, r.path_of("limits"), problems);
     auto& L = h.limits;

@@ -1,5 +1,6 @@
 #include "config/validation.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -28,6 +29,69 @@ bool read_secret_file(const std::string& path, std::string& out, std::string& wh
   return true;
 }
 
+// "http" or "https", a host and an optional port; with `path_allowed` a path may follow (no
+// query or fragment). Empty when the URL is fine, else why not. `host` receives the host.
+std::string check_http_url(const std::string& url, bool path_allowed, std::string* scheme,
+                           std::string* host) {
+  const auto sep = url.find("://");
+  if (sep == std::string::npos) return "expected an absolute URL such as https://host[:port]";
+  *scheme = url.substr(0, sep);
+  if (*scheme != "http" && *scheme != "https")
+    return "expected an http:// or https:// URL, found scheme \"" + *scheme + "\"";
+  const auto rest = url.substr(sep + 3);
+  const auto slash = rest.find('/');
+  const auto authority = rest.substr(0, slash);
+  if (authority.empty()) return "has no host";
+  if (authority.find('@') != std::string::npos) return "must not hold user information";
+  if (url.find_first_of("?# \t") != std::string::npos)
+    return "must not hold a query, a fragment or spaces";
+  if (slash != std::string::npos && !path_allowed && rest.size() > slash + 1)
+    return "is an origin (scheme://host[:port]) without a path";
+  if (authority.front() == '[') {
+    const auto close = authority.find(']');
+    if (close == std::string::npos) return "has an unclosed IPv6 literal";
+    *host = authority.substr(1, close - 1);
+  } else {
+    *host = authority.substr(0, authority.find(':'));
+  }
+  return {};
+}
+
+bool loopback_host(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+void validate_oauth(Config& cfg, std::vector<Problem>& problems) {
+  std::string scheme, host;
+  if (!cfg.http.public_url.empty()) {
+    while (cfg.http.public_url.size() > 1 && cfg.http.public_url.back() == '/')
+      cfg.http.public_url.pop_back();
+    if (auto why = check_http_url(cfg.http.public_url, false, &scheme, &host); !why.empty())
+      problems.push_back({"http.public_url", why});
+  }
+  auto& o = cfg.http.oauth;
+  if (!o.enabled()) {
+    if (!o.scopes.empty()) problems.push_back({"http.oauth.scopes", "needs http.oauth.issuer"});
+    return;
+  }
+  if (auto why = check_http_url(o.issuer, true, &scheme, &host); !why.empty()) {
+    problems.push_back({"http.oauth.issuer", why});
+  } else if (scheme == "http" && !loopback_host(host)) {
+    // OAuth 2.1 §1.5: the issuer's metadata and keys are trusted only over TLS.
+    problems.push_back({"http.oauth.issuer",
+                        "must be https:// (http:// only on a loopback address, for tests and "
+                        "local development)"});
+  }
+  static const std::vector<std::string> known{"RS256", "PS256", "ES256", "EdDSA"};
+  if (o.algorithms.empty()) problems.push_back({"http.oauth.algorithms", "lists no algorithm"});
+  for (const auto& a : o.algorithms)
+    if (std::find(known.begin(), known.end(), a) == known.end())
+      problems.push_back(
+          {"http.oauth.algorithms", "\"" + a +
+                                        "\" is not one of RS256, PS256, ES256, EdDSA (no none, no "
+                                        "HMAC: the bridge holds public keys only)"});
+}
+
 void validate(Config& cfg, std::vector<Problem>& problems) {
   std::string why;
   if (!parse_broker_url(cfg.mqtt.url, cfg.mqtt, why)) problems.push_back({"mqtt.url", why});
@@ -48,6 +112,7 @@ void validate(Config& cfg, std::vector<Problem>& problems) {
   if (!parse_host_port(cfg.http.listen, cfg.http.listen_host, cfg.http.listen_port, why)) {
     problems.push_back({"http.listen", why});
   }
+  validate_oauth(cfg, problems);
   if (!is_log_level(cfg.log.level)) {
     problems.push_back(
         {"log.level", "expected one of trace, debug, info, warn, error, critical, off; found \"" +

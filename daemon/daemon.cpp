@@ -71,6 +71,11 @@ std::string Daemon::not_ready_reason() const {
 std::string Daemon::compute_not_ready() const {
   std::vector<std::string> parts;
   if (cfg_.http.enabled && !http_bound_) parts.push_back("the HTTP listener is not bound yet");
+  if (http_ && http_bound_) {
+    // http.oauth: tokens cannot be checked without the issuer's keys (protected routes: 503).
+    if (auto why = http_->auth_problem(); !why.empty())
+      parts.push_back("OAuth issuer " + cfg_.http.oauth.issuer + ": " + why);
+  }
   if (presence_ && !directory_up_) {
     std::lock_guard lock(broker_problem_mu_);
     parts.push_back("ingress: " + (broker_problem_.empty()
@@ -174,7 +179,10 @@ int Daemon::start() {
       webhooks_->start();
     }
     directions::HttpIngress::Hooks hooks;
-    hooks.servers_json = [directory = presence_->directory()] { return directory->to_json(); };
+    hooks.servers_json = [directory = presence_->directory()](const bridge::Principal& p) {
+      // Only what the caller may reach (http.oauth.scopes).
+      return directory->to_json([&p](std::string_view name) { return p.may_reach(name); });
+    };
     hooks.ready = [this] { return ready(); };
     hooks.not_ready_reason = [this] { return not_ready_reason(); };
     hooks.metrics_text = [] { return metrics::registry().text(); };

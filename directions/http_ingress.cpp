@@ -1,6 +1,8 @@
 #include "directions/http_ingress.hpp"
 
 #include "directions/options.hpp"
+#include "http/oauth_issuer.hpp"
+#include "http/server_auth.hpp"
 #include "http/server_backend.hpp"
 #include "http/server_listener.hpp"
 
@@ -26,7 +28,9 @@ class HttpIngress::Backend : public http::Backend {
                      std::shared_ptr<http::ModernReply> reply) override {
     modern_->handle(std::move(request), std::move(reply));
   }
-  std::string servers_json() override { return hooks_.servers_json(); }
+  std::string servers_json(const bridge::Principal& principal) override {
+    return hooks_.servers_json(principal);
+  }
   bool ready() override { return hooks_.ready(); }
   std::string not_ready_reason() override { return hooks_.not_ready_reason(); }
   std::string metrics_text() override { return hooks_.metrics_text(); }
@@ -40,13 +44,48 @@ class HttpIngress::Backend : public http::Backend {
 HttpIngress::HttpIngress(boost::asio::io_context& ioc, const config::Config& cfg,
                          std::shared_ptr<Ingress> ingress, std::shared_ptr<ModernIngress> modern,
                          Hooks hooks)
-    : backend_(std::make_unique<Backend>(std::move(ingress), std::move(modern), std::move(hooks))),
+    : ioc_(ioc),
+      oauth_(cfg.http.oauth),
+      backend_(std::make_unique<Backend>(std::move(ingress), std::move(modern), std::move(hooks))),
       server_(std::make_unique<http::Server>(ioc, http_server_options(cfg.http),
                                              cfg.ingress.default_server, *backend_)) {}
 
 HttpIngress::~HttpIngress() = default;
 
+namespace {
+
+// The issuer's keys as the HTTP server asks for them.
+class IssuerKeySource : public http::KeySource {
+ public:
+  explicit IssuerKeySource(std::shared_ptr<http::IssuerKeys> keys) : keys_(std::move(keys)) {}
+  std::shared_ptr<const auth::KeySet> keys() const override { return keys_->keys(); }
+  std::string problem() const override { return keys_->problem(); }
+  void refresh_for_unknown_kid(std::function<void()> done) override {
+    keys_->refresh_for_unknown_kid(
+        [done = std::move(done)](http::IssuerKeys::Refreshed) { done(); });
+  }
+
+ private:
+  std::shared_ptr<http::IssuerKeys> keys_;
+};
+
+}  // namespace
+
 Expected<std::string, Error> HttpIngress::start() {
+  if (oauth_.enabled() && !issuer_keys_) {
+    http::IssuerKeys::Options o;
+    o.server.issuer = oauth_.issuer;
+    o.server.tls_verify = oauth_.tls_verify;
+    o.server.ca_file = oauth_.ca_file;
+    o.max_stale = std::chrono::seconds(oauth_.jwks_max_stale_s);
+    auto keys = http::IssuerKeys::create(ioc_.get_executor(), std::move(o));
+    if (!keys) return unexpected(Error(Errc::invalid_argument, "http.oauth: " + keys.error()));
+    issuer_keys_ = std::move(*keys);
+    server_->set_key_source(std::make_shared<IssuerKeySource>(issuer_keys_));
+    // The daemon starts whether or not the issuer answers: protected routes answer 503 with
+    // the reason until its keys are in (and /readyz says why).
+    issuer_keys_->start();
+  }
   auto bound = server_->start();
   if (!bound) return unexpected(bound.error());
   const auto ep = *bound;
@@ -57,6 +96,11 @@ Expected<std::string, Error> HttpIngress::start() {
 
 void HttpIngress::stop(const std::string& why) {
   server_->stop(why);
+  if (issuer_keys_) issuer_keys_->stop();
+}
+
+std::string HttpIngress::auth_problem() const {
+  return server_->auth_problem();
 }
 
 }  // namespace mcpmqtt::directions

@@ -19,17 +19,18 @@
 
 namespace mcpmqtt::http {
 class Server;
-}
+class IssuerKeys;
+}  // namespace mcpmqtt::http
 
 namespace mcpmqtt::directions {
 
 class HttpIngress {
  public:
   struct Hooks {
-    std::function<std::string()> servers_json;      // GET /servers
-    std::function<bool()> ready;                    // GET /readyz
-    std::function<std::string()> not_ready_reason;  // its body when not ready
-    std::function<std::string()> metrics_text;      // GET /metrics, before the server's own
+    std::function<std::string(const bridge::Principal&)> servers_json;  // GET /servers
+    std::function<bool()> ready;                                        // GET /readyz
+    std::function<std::string()> not_ready_reason;                      // its body when not ready
+    std::function<std::string()> metrics_text;  // GET /metrics, before the server's own
   };
   // `modern` may be null (ingress.modern.enabled false).
   HttpIngress(boost::asio::io_context& ioc, const config::Config& cfg,
@@ -43,9 +44,14 @@ class HttpIngress {
   Expected<std::string, Error> start();
   // Stops accepting and ends every MCP session with `why`. Idempotent.
   void stop(const std::string& why);
+  // Why access tokens cannot be checked now (http.oauth: no usable keys of the issuer), or empty.
+  std::string auth_problem() const;
 
  private:
   class Backend;
+  boost::asio::io_context& ioc_;
+  const config::OAuthConfig oauth_;
+  std::shared_ptr<http::IssuerKeys> issuer_keys_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<http::Server> server_;
 };

@@ -34,6 +34,15 @@ http::ServerOptions http_server_options(const config::HttpConfig& h) {
   o.allowed_hosts = h.allowed_hosts;
   o.bearer_tokens = h.bearer_tokens;
   o.json_response = h.json_response;
+  o.public_url = h.public_url;
+  o.oauth.issuer = h.oauth.issuer;
+  o.oauth.scopes = h.oauth.scopes;
+  o.oauth.algorithms = h.oauth.algorithms;
+  o.oauth.clock_skew_s = h.oauth.clock_skew_s;
+  o.oauth.require_at_jwt = h.oauth.require_at_jwt;
+  o.oauth.jwks_max_stale_s = h.oauth.jwks_max_stale_s;
+  o.oauth.ca_file = h.oauth.ca_file;
+  o.oauth.tls_verify = h.oauth.tls_verify;
   const auto& l = h.limits;
   o.limits.max_body_bytes = l.max_body_bytes;
   o.limits.max_sessions = l.max_sessions;

@@ -84,8 +84,9 @@ class Backend {
                                           "MCP 2026-07-28 requests are not served here"),
                   404);
   }
-  virtual std::string servers_json() = 0;  // body of GET /servers (any thread)
-  virtual bool ready() = 0;                // GET /readyz: 200 when true, else 503 (any thread)
+  // Body of GET /servers: the servers `principal` may reach (any thread).
+  virtual std::string servers_json(const bridge::Principal& principal) = 0;
+  virtual bool ready() = 0;  // GET /readyz: 200 when true, else 503 (any thread)
   // Why not ready, for the body of a 503 from /readyz (any thread).
   virtual std::string not_ready_reason() { return {}; }
   virtual std::string metrics_text() = 0;  // body of GET /metrics (Prometheus text) (any thread)

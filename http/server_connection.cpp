@@ -100,13 +100,6 @@ class ConnectionExchange : public Exchange {
   std::shared_ptr<PushQueue> pushes_;
 };
 
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
 }  // namespace
 
 ServerConnection::ServerConnection(net::ip::tcp::socket socket, std::shared_ptr<ServerState> state,
@@ -165,30 +158,61 @@ void ServerConnection::on_header(beast::error_code ec) {
   request_line_ = std::string(req.method_string()) + " " + std::string(req.target());
   route_ = parse_route(sv(req.target()));
   const auto expect = req.find(bhttp::field::expect);
-  const bool expects_continue = expect != req.end() && iequals(sv(expect->value()), "100-continue");
-  if (auto rejection = precheck(req, route_, local_, !cors_origin_.empty(), *state_, label_)) {
-    if (parser_->is_done()) return write_response(std::move(*rejection), false);
-    // A small body is read and dropped so the connection can go on; a large one, or one the
-    // client waits to be invited to send, is not worth it: close after the answer.
-    const auto length = parser_->content_length();
-    if (!expects_continue && length && *length <= kDiscardLimit) {
-      auto res = std::make_shared<Response>(std::move(*rejection));
-      bhttp::async_read(stream_, buffer_, *parser_,
-                        [self = shared_from_this(), res](beast::error_code e, std::size_t) {
-                          if (e) return self->on_read_error(e);
-                          self->write_response(std::move(*res), false);
-                        });
-      return;
-    }
-    write_response(std::move(*rejection), true);
+  expects_continue_ = expect != req.end() && iequals(sv(expect->value()), "100-continue");
+  principal_ = {};
+  if (auto rejection = precheck(req, route_, local_, !cors_origin_.empty(), *state_, label_))
+    return reject(std::move(*rejection));
+  authenticate(false);
+}
+
+void ServerConnection::reject(Response rejection) {
+  if (parser_->is_done()) return write_response(std::move(rejection), false);
+  // A small body is read and dropped so the connection can go on; a large one, or one the
+  // client waits to be invited to send, is not worth it: close after the answer.
+  const auto length = parser_->content_length();
+  if (!expects_continue_ && length && *length <= kDiscardLimit) {
+    auto res = std::make_shared<Response>(std::move(rejection));
+    bhttp::async_read(stream_, buffer_, *parser_,
+                      [self = shared_from_this(), res](beast::error_code e, std::size_t) {
+                        if (e) return self->on_read_error(e);
+                        self->write_response(std::move(*res), false);
+                      });
     return;
   }
+  write_response(std::move(rejection), true);
+}
+
+void ServerConnection::authenticate(bool retried) {
+  if (phase_ == Phase::closed) return;
+  auto& req = parser_->get();
+  const auto server = route_.kind != Route::Kind::mcp ? std::string()
+                      : route_.server_name.empty()    ? state_->default_server
+                                                      : route_.server_name;
+  auto outcome = state_->auth.check(req, route_, server, retried);
+  switch (outcome.kind) {
+    case Authenticator::Outcome::Kind::unknown_kid:
+      // The issuer may have rotated its keys: fetch them again (rate-limited), then decide.
+      // The wait holds the connection (no read or write is pending meanwhile); the key source
+      // answers every waiter, also when it stops.
+      state_->auth.key_source()->refresh_for_unknown_kid(
+          [self = shared_from_this(), ex = executor()] {
+            net::post(ex, [self] { self->authenticate(true); });
+          });
+      return;
+    case Authenticator::Outcome::Kind::refused:
+      state_->log->info("{} {} refused: {}", label_, request_line_, outcome.log_reason);
+      return reject(std::move(*outcome.refusal));
+    case Authenticator::Outcome::Kind::allowed:
+      principal_ = std::move(outcome.principal);
+      break;
+  }
+  if (auto rejection = precheck_route(req, route_, *state_)) return reject(std::move(*rejection));
   if (parser_->is_done()) return on_request();
   auto read_body = [self = shared_from_this()] {
     bhttp::async_read(self->stream_, self->buffer_, *self->parser_,
                       [self](beast::error_code e, std::size_t) { self->on_body(e); });
   };
-  if (expects_continue) {
+  if (expects_continue_) {
     net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
                      [self = shared_from_this(), read_body](beast::error_code e2, std::size_t) {
                        if (e2) return self->close();
@@ -253,7 +277,7 @@ void ServerConnection::on_request() {
     case Route::Kind::servers: {
       Response res{bhttp::status::ok, 11};
       res.set(bhttp::field::content_type, "application/json");
-      res.body() = state_->backend.servers_json();
+      res.body() = state_->backend.servers_json(principal_);
       return write_response(std::move(res), false);
     }
     case Route::Kind::readyz: {
@@ -271,7 +295,7 @@ void ServerConnection::on_request() {
       return write_response(std::move(res), false);
     }
     case Route::Kind::mcp:
-      return dispatch_mcp(req, route_, state_, label_, *this);
+      return dispatch_mcp(req, route_, principal_, state_, label_, *this);
     default:
       return write_response(error_response(404, jsonrpc::code::connection_closed, kRoutesHint),
                             false);

@@ -94,6 +94,11 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection>,
 
   void do_read();
   void on_header(boost::beast::error_code ec);
+  // Answers a request refused before its body was read.
+  void reject(Response rejection);
+  // Who sent the request (Authenticator), then the route's own checks; `retried`: the issuer's
+  // keys were fetched again for its unknown kid.
+  void authenticate(bool retried);
   void on_body(boost::beast::error_code ec);
   void on_read_error(boost::beast::error_code ec);
   void on_request();
@@ -136,6 +141,8 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection>,
   Phase phase_ = Phase::reading;
   // Per request.
   Route route_;
+  bridge::Principal principal_;  // of the request being served
+  bool expects_continue_ = false;
   bool keep_alive_ = true;
   bool head_request_ = false;
   std::string cors_origin_;  // the request's Origin when it is listed in http.allowed_origins

@@ -129,6 +129,14 @@ Server::Server(net::io_context& ioc, ServerOptions http, std::string default_ser
     : state_(std::make_shared<ServerState>(ioc, std::move(http), std::move(default_server),
                                            backend)) {}
 
+void Server::set_key_source(std::shared_ptr<KeySource> source) {
+  state_->auth.set_key_source(std::move(source));
+}
+
+std::string Server::auth_problem() const {
+  return state_->auth.problem();
+}
+
 Server::~Server() {
   stop();
 }
@@ -161,7 +169,10 @@ Expected<tcp::endpoint, Error> Server::start() {
   listener_ = std::move(listener);
   listener_->run();
   state_->log->info("Streamable HTTP listening on {}{}", Listener::describe(endpoint_),
-                    state_->tokens.enabled() ? " (bearer tokens required)" : "");
+                    state_->auth.oauth()
+                        ? " (OAuth access tokens of " + state_->http.oauth.issuer + " required)"
+                    : state_->auth.required() ? std::string(" (bearer tokens required)")
+                                              : std::string());
   return endpoint_;
 }
 

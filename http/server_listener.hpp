@@ -23,6 +23,7 @@ namespace mcpmqtt::http {
 
 struct ServerState;
 class Listener;
+class KeySource;
 
 class Server {
  public:
@@ -40,6 +41,11 @@ class Server {
   // Stops accepting, ends every MCP session with on_close(shutdown, why) and closes every
   // connection. Idempotent.
   void stop(const std::string& why = "the bridge is stopping");
+
+  // Where the OAuth issuer's keys come from (http.oauth); before start().
+  void set_key_source(std::shared_ptr<KeySource> source);
+  // Why access tokens cannot be checked now (no usable keys), or empty; for /readyz.
+  std::string auth_problem() const;
 
   boost::asio::ip::tcp::endpoint local_endpoint() const;
   std::size_t session_count() const;

@@ -27,8 +27,8 @@ std::string_view trimmed(std::string_view s) {
 }
 
 // A request or notification of MCP 2026-07-28 (no session): to the backend's gateway.
-void dispatch_modern(Request& req, const std::string& server, Message message, ServerState& state,
-                     RequestSink& sink) {
+void dispatch_modern(Request& req, const std::string& server, const bridge::Principal& principal,
+                     Message message, ServerState& state, RequestSink& sink) {
   modern::Headers headers;
   if (auto v = req.find("MCP-Protocol-Version"); v != req.end())
     headers.protocol_version = std::string(v->value());
@@ -47,11 +47,7 @@ void dispatch_modern(Request& req, const std::string& server, Message message, S
     return sink.respond(
         modern_error_response(503, Message::error(message.id(), jsonrpc::code::connection_closed,
                                                   "Service Unavailable: the bridge is stopping")));
-  ModernRequest request{server,
-                        principal_of(sv(req[bhttp::field::authorization]), state.tokens.enabled()),
-                        std::move(message),
-                        std::move(headers),
-                        {}};
+  ModernRequest request{server, principal, std::move(message), std::move(headers), {}};
   constexpr std::string_view kParam = "mcp-param-";
   for (const auto& field : req) {
     std::string name(field.name_string());
@@ -68,7 +64,7 @@ void dispatch_modern(Request& req, const std::string& server, Message message, S
 
 }  // namespace
 
-void dispatch_mcp(Request& req, const Route& route,
+void dispatch_mcp(Request& req, const Route& route, const bridge::Principal& principal,
                   const std::shared_ptr<ServerState>& shared_state, std::string_view label,
                   RequestSink& sink) {
   ServerState& state = *shared_state;
@@ -92,6 +88,15 @@ void dispatch_mcp(Request& req, const Route& route,
       sink.respond(error_response(404, jsonrpc::code::request_timeout,
                                   "Session not found: send initialize without "
                                   "Mcp-Session-Id to start a new session",
+                                  answer_id));
+      return false;
+    }
+    // MCP security best practices §Session Hijacking: a session opened with an access token
+    // serves only requests of the same principal (issuer and subject).
+    if (session->principal().is_oauth() && session->principal().key != principal.key) {
+      sink.respond(error_response(403, jsonrpc::code::connection_closed,
+                                  "Forbidden: this session was opened by another principal; send "
+                                  "initialize without Mcp-Session-Id to start one of your own",
                                   answer_id));
       return false;
     }
@@ -152,7 +157,8 @@ void dispatch_mcp(Request& req, const Route& route,
           modern_error_response(era.refusal->status, Message::error(id, era.refusal->error)));
     }
     if (era.era == modern::PostEra::modern)
-      return dispatch_modern(req, server, std::move(body->messages.front()), state, sink);
+      return dispatch_modern(req, server, principal, std::move(body->messages.front()), state,
+                             sink);
   }
   const Message* initialize = nullptr;
   for (const auto& m : body->messages)
@@ -177,8 +183,7 @@ void dispatch_mcp(Request& req, const Route& route,
                                          "Service Unavailable: no random source for a session id",
                                          answer_id));
     auto fresh = std::make_shared<ServerSession>(shared_state, id, server);
-    fresh->set_principal(
-        principal_of(sv(req[bhttp::field::authorization]), state.tokens.enabled()));
+    fresh->set_principal(principal);
     std::shared_ptr<ServerSession> evicted;
     const auto floor = std::chrono::milliseconds(state.http.limits.idle_floor_ms);
     if (!state.sessions.insert(id, fresh, state.http.limits.max_sessions, floor, &evicted)) {

@@ -25,7 +25,8 @@ class RequestSink {
   virtual std::shared_ptr<Exchange> hand_over() = 0;
 };
 
-void dispatch_mcp(Request& req, const Route& route,
+// `principal`: who sent it (Authenticator).
+void dispatch_mcp(Request& req, const Route& route, const bridge::Principal& principal,
                   const std::shared_ptr<ServerState>& shared_state, std::string_view label,
                   RequestSink& sink);
 

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,22 @@ struct ServerLimits {
   int keepalive_interval_ms = 15000;  // SSE comment lines on idle streams
 };
 
+// The resource-server side of MCP authorization (http.oauth): access tokens of one issuer.
+struct OAuthOptions {
+  std::string issuer;                                      // empty: off
+  std::map<std::string, std::vector<std::string>> scopes;  // scope -> server-name filters
+  std::vector<std::string> algorithms{"RS256", "PS256", "ES256", "EdDSA"};
+  int clock_skew_s = 60;
+  bool require_at_jwt = true;
+  int jwks_max_stale_s = 86400;
+  std::string ca_file;
+  bool tls_verify = true;
+  // Keep the access token in the request's Principal (mqtt.session_credentials "token": it is
+  // the password of the principal's MQTT sessions). Off: the token is never kept.
+  bool keep_access_token = false;
+  bool enabled() const { return !issuer.empty(); }
+};
+
 struct ServerOptions {
   std::string listen_host = "127.0.0.1";
   std::uint16_t listen_port = 8080;
@@ -40,6 +57,9 @@ struct ServerOptions {
   // Answer POSTed requests with one JSON body instead of an SSE stream.
   bool json_response = false;
   ServerLimits limits;
+  // scheme://host[:port] clients reach the bridge at; empty: http:// and each request's Host.
+  std::string public_url;
+  OAuthOptions oauth;
 };
 
 }  // namespace mcpmqtt::http

@@ -74,23 +74,35 @@ std::optional<Response> precheck(const Request& req, const Route& route,
     return res;
   }
 
-  if (state.tokens.enabled()) {
-    const auto result = state.tokens.check(sv(req[bhttp::field::authorization]));
-    if (result != BearerTokens::Result::ok) {
-      auto res = error_response(
-          401, jsonrpc::code::connection_closed,
-          result == BearerTokens::Result::missing
-              ? "Unauthorized: send \"Authorization: Bearer <token>\" with a token from "
-                "http.bearer_tokens_file"
-              : "Unauthorized: the bearer token is not one of http.bearer_tokens_file");
-      res.set(bhttp::field::www_authenticate,
-              result == BearerTokens::Result::missing
-                  ? "Bearer realm=\"mcp-mqtt-bridge\""
-                  : "Bearer realm=\"mcp-mqtt-bridge\", error=\"invalid_token\"");
+  if (route.kind == K::resource_metadata) {
+    // RFC 9728 §3: public, like the authorization server's own metadata.
+    auto doc = state.auth.oauth() ? state.auth.resource_metadata(route.resource_path, host)
+                                  : std::string();
+    if (doc.empty())
+      return error_response(
+          404, jsonrpc::code::connection_closed,
+          state.auth.oauth()
+              ? "Not Found: no protected resource at " + route.resource_path + "; " + kRoutesHint
+              : std::string("Not Found: the bridge is not an OAuth resource "
+                            "server (http.oauth is not set)"));
+    if (!get_like) {
+      auto res = error_response(405, jsonrpc::code::connection_closed, "Method not allowed");
+      res.set(bhttp::field::allow, "GET, HEAD");
       return res;
     }
+    Response res{bhttp::status::ok, 11};
+    res.set(bhttp::field::content_type, "application/json");
+    res.set(bhttp::field::cache_control, "max-age=300");
+    res.body() = std::move(doc);
+    return res;
   }
+  return std::nullopt;
+}
 
+std::optional<Response> precheck_route(const Request& req, const Route& route, ServerState& state) {
+  using K = Route::Kind;
+  const auto method = req.method();
+  const bool get_like = method == bhttp::verb::get || method == bhttp::verb::head;
   if (route.kind == K::bad_server_name)
     return error_response(400, jsonrpc::code::connection_closed,
                           "Bad Request: " + route.problem +

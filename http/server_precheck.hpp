@@ -1,7 +1,7 @@
 // The checks every request to the HTTP server passes before its route serves it: Host and
-// Origin (002 §Security Warning), CORS preflight, the bearer token, the method and the media
-// types of the MCP endpoint; and the health route, answered here. No I/O; called on the
-// connection's strand.
+// Origin (002 §Security Warning), CORS preflight, then (after the Authenticator, http/server_auth)
+// the method and the media types of the MCP endpoint; and the health and protected resource
+// metadata routes, answered here. No I/O; called on the connection's strand.
 #pragma once
 
 #include <optional>
@@ -35,11 +35,15 @@ inline constexpr const char* kRoutesHint =
 Response error_response(unsigned status, int code, const std::string& message,
                         const jsonrpc::Id& id = {});
 
-// The answer to `req` (to `route`, received on the address `local`) when it is refused, or when
-// the route is answered without more (the health route); nullopt when it goes on. `cors`: its
-// Origin is listed in http.allowed_origins.
+// The answer to `req` (to `route`, received on the address `local`) when it is refused before
+// anyone is authenticated (Host, Origin, unknown routes), or when the route is answered without
+// more (health, CORS preflight, the protected resource metadata); nullopt when it goes on.
+// `cors`: its Origin is listed in http.allowed_origins.
 std::optional<Response> precheck(const Request& req, const Route& route,
                                  const boost::asio::ip::address& local, bool cors,
                                  ServerState& state, std::string_view label);
+// After the caller was authenticated (Authenticator): the route's methods, media types and
+// protocol version; nullopt when the request goes on to its route.
+std::optional<Response> precheck_route(const Request& req, const Route& route, ServerState& state);
 
 }  // namespace mcpmqtt::http

@@ -28,13 +28,6 @@ std::string_view trim(std::string_view s) {
   return s.substr(b, e - b + 1);
 }
 
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
 bool all_digits(std::string_view s) {
   return !s.empty() && s.size() <= 5 &&
          std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -106,6 +99,13 @@ std::array<unsigned char, 32> sha256(std::string_view s) {
 
 }  // namespace
 
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
 // ---- routes ------------------------------------------------------------------------------------
 
 std::optional<std::string> percent_decode(std::string_view s) {
@@ -144,6 +144,12 @@ Route parse_route(std::string_view target) {
     r.kind = Route::Kind::readyz;
   } else if (path == "/metrics") {
     r.kind = Route::Kind::metrics;
+  } else if (path.starts_with(kResourceMetadataPath) &&
+             (path.size() == kResourceMetadataPath.size() ||
+              path[kResourceMetadataPath.size()] == '/')) {
+    // RFC 9728 §3.1: the root document, or the one of the resource whose path follows.
+    r.kind = Route::Kind::resource_metadata;
+    r.resource_path = std::string(path.substr(kResourceMetadataPath.size()));
   } else {
     constexpr std::string_view prefix = "/servers/", suffix = "/mcp";
     if (path.size() >= prefix.size() + suffix.size() && path.starts_with(prefix) &&

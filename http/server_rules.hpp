@@ -25,22 +25,37 @@ namespace mcpmqtt::http {
 //                                                slashes (/servers/demo%2Feverything/mcp) or as
 //                                                path segments (/servers/demo/everything/mcp)
 //   GET /servers, /healthz, /readyz, /metrics
+//   GET /.well-known/oauth-protected-resource[/{path}]   with http.oauth (RFC 9728 §3.1)
 //
 // The part between "/servers/" and the final "/mcp" is percent-decoded as a whole, so both
 // spellings name the same server; a server-name whose last level is "mcp" is written
 // /servers/a/mcp/mcp. The query string is ignored.
 struct Route {
-  enum class Kind { mcp, servers, healthz, readyz, metrics, not_found, bad_server_name };
+  enum class Kind {
+    mcp,
+    servers,
+    healthz,
+    readyz,
+    metrics,
+    resource_metadata,
+    not_found,
+    bad_server_name
+  };
   Kind kind = Kind::not_found;
-  std::string server_name;  // mcp: the decoded name; empty for /mcp (the default server)
-  std::string problem;      // bad_server_name: why, for the client
+  std::string server_name;    // mcp: the decoded name; empty for /mcp (the default server)
+  std::string problem;        // bad_server_name: why, for the client
+  std::string resource_path;  // resource_metadata: the path after the well-known one, or ""
 };
+inline constexpr std::string_view kResourceMetadataPath = "/.well-known/oauth-protected-resource";
 Route parse_route(std::string_view target);
 
 // Percent-decoding of a path; nullopt for a malformed escape.
 std::optional<std::string> percent_decode(std::string_view s);
 
 // ---- requests ----------------------------------------------------------------------------------
+
+// ASCII case-insensitive equality (header values such as 100-continue, auth schemes).
+bool iequals(std::string_view a, std::string_view b);
 
 // The request parser's bound on the request line and header fields together (a request past it
 // gets 431); the body's bound is http.limits.max_body_bytes.

@@ -66,7 +66,7 @@ ServerState::ServerState(boost::asio::io_context& ioc_in, ServerOptions http_in,
       http(std::move(http_in)),
       default_server(std::move(default_server_in)),
       backend(backend_in),
-      tokens(http.bearer_tokens),
+      auth(http, default_server),
       limits{http.limits.max_body_bytes, jsonrpc::Limits{}.max_depth},
       log(log::http()) {}
 

@@ -18,6 +18,7 @@
 #include <spdlog/logger.h>
 
 #include "bridge/jsonrpc/jsonrpc.hpp"
+#include "http/server_auth.hpp"
 #include "http/server_backend.hpp"
 #include "http/server_options.hpp"
 #include "http/server_rules.hpp"
@@ -61,7 +62,7 @@ struct ServerState {
   const ServerOptions http;
   const std::string default_server;
   Backend& backend;
-  const BearerTokens tokens;
+  Authenticator auth;  // its key source is set before the server starts
   const jsonrpc::Limits limits;
   const std::shared_ptr<spdlog::logger> log;
   SessionRegistry sessions;

@@ -179,7 +179,7 @@ bool Directory::set_rbac_json(std::string rbac_json) {
   return true;
 }
 
-std::string Directory::to_json() const {
+std::string Directory::to_json(const std::function<bool(std::string_view)>& visible) const {
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w(buf);
   std::lock_guard lock(mu_);
@@ -192,6 +192,7 @@ std::string Directory::to_json() const {
   w.Key("servers");
   w.StartArray();
   for (const auto& [name, instances] : by_name_) {
+    if (visible && !visible(name)) continue;
     w.StartObject();
     w.Key("name");
     w.String(name.c_str(), static_cast<rapidjson::SizeType>(name.size()));

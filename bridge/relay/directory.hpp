@@ -59,7 +59,8 @@ class Directory {
 
   // {"filters":[...],"servers":[{"name":..,"instances":[{"server_id":..,"description":..,
   //  "meta":{..},"online_since":"2026-..Z"}]}],"rbac":[...]}
-  std::string to_json() const;
+  // `visible`: only the server-names it accepts are listed (a principal's reach); none: all.
+  std::string to_json(const std::function<bool(std::string_view)>& visible = {}) const;
 
   // Calls `fn` once, the next time an instance of `server_name` comes online (or at once, on the
   // caller's thread, if one is online already). Returns an id for unwatch().

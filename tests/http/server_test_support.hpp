@@ -88,7 +88,9 @@ class FakeBackend : public http::Backend {
     };
     channel->start(std::move(r));
   }
-  std::string servers_json() override { return R"({"servers":[{"name":"demo/everything"}]})"; }
+  std::string servers_json(const bridge::Principal&) override {
+    return R"({"servers":[{"name":"demo/everything"}]})";
+  }
   bool ready() override { return ready_; }
   std::string metrics_text() override { return "fake_backend_up 1\n"; }
 

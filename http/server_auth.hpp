@@ -1,0 +1,100 @@
+// Who may call the HTTP server, and what they may reach: static bearer tokens
+// (http.bearer_tokens_file) and OAuth 2.1 access tokens of one issuer (http.oauth; MCP
+// authorization 2025-06-18 onward: the bridge is a resource server). Decides from the request
+// and the keys it is given; fetching the keys is a KeySource's business (http/oauth_issuer.hpp).
+//
+//   no token, or an invalid one      401, WWW-Authenticate: Bearer resource_metadata="…"
+//                                    (RFC 9728 §5.1), error="invalid_token" (RFC 6750 §3.1)
+//   a token whose scopes do not      403, error="insufficient_scope" and the scopes that would
+//   reach the route's server         (RFC 6750 §3.1)
+//   no usable keys yet               503 with the reason, Retry-After
+//   a valid token                    a Principal: "oauth:" issuer "|" subject, its scopes and
+//                                    the server-name filters they grant (http.oauth.scopes)
+//
+// Thread-safe: immutable after construction but for the key source, which is thread-safe.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include "auth/token.hpp"
+#include "bridge/protocol/principal.hpp"
+#include "http/server_exchange.hpp"
+#include "http/server_options.hpp"
+#include "http/server_rules.hpp"
+
+namespace mcpmqtt::http {
+
+// Where the issuer's keys come from (IssuerKeys in the daemon, a fixed set in tests).
+class KeySource {
+ public:
+  virtual ~KeySource() = default;
+  // The keys to verify with; null while none are usable (not fetched yet, or stale too long).
+  virtual std::shared_ptr<const auth::KeySet> keys() const = 0;
+  // Why keys() is null, in the words of the failure ("cannot fetch …: Connection refused").
+  virtual std::string problem() const = 0;
+  // A token names a kid the keys lack: fetch them again (rate-limited); `done` runs once that
+  // fetch ended or was not made, on any thread.
+  virtual void refresh_for_unknown_kid(std::function<void()> done) = 0;
+};
+
+class Authenticator {
+ public:
+  using Request = boost::beast::http::request<boost::beast::http::string_body>;
+
+  // `default_server`: the server /mcp reaches (ingress.default_server).
+  Authenticator(const ServerOptions& options, std::string default_server);
+
+  // Before the server starts; required when http.oauth is set.
+  void set_key_source(std::shared_ptr<KeySource> source) { keys_ = std::move(source); }
+  bool oauth() const { return options_.enabled(); }
+  bool required() const { return oauth() || tokens_.enabled(); }
+
+  struct Outcome {
+    enum class Kind { allowed, refused, unknown_kid };
+    Kind kind = Kind::allowed;
+    bridge::Principal principal;      // allowed
+    std::optional<Response> refusal;  // refused
+    std::string log_reason;           // refused: for the log (never the token)
+  };
+  // The request to `route` (the server-name it reaches: `server`, empty for a route without
+  // one). `retried`: the keys were fetched again for this request's unknown kid already, so an
+  // unknown kid now is final.
+  Outcome check(const Request& req, const Route& route, std::string_view server,
+                bool retried) const;
+
+  // RFC 9728 §3.2: the protected resource metadata of `resource_path` ("" for the root document,
+  // "/mcp", "/servers/{name}/mcp"), as seen through `host` (the request's Host header).
+  std::string resource_metadata(std::string_view resource_path, std::string_view host) const;
+  // A route's resource URI: what a token's audience names (RFC 8707 §2).
+  std::string resource_uri(std::string_view path, std::string_view host) const;
+
+  // Why tokens cannot be checked now (no keys), or empty.
+  std::string problem() const;
+  KeySource* key_source() const { return keys_.get(); }
+
+ private:
+  std::string base(std::string_view host) const;
+  Response challenge(unsigned status, std::string_view error, std::string_view description,
+                     std::string_view path, std::string_view host, std::string_view scope,
+                     std::string body_message) const;
+  std::vector<std::string> audiences(const Route& route, std::string_view path,
+                                     std::string_view server, std::string_view host) const;
+  std::string scopes_reaching(std::string_view server) const;
+
+  const OAuthOptions options_;
+  const std::string public_url_;
+  const std::string default_server_;
+  const BearerTokens tokens_;
+  auth::Rules rules_;
+  std::shared_ptr<KeySource> keys_;
+};
+
+}  // namespace mcpmqtt::http

@@ -1,0 +1,265 @@
+// The HTTP ingress as an OAuth 2.1 resource server (issue 31), end to end: a real authorization
+// server from npm (oidc-provider, tests/node/oauth-server.mjs) on a loopback port, the daemon
+// with http.oauth naming it, a real Mosquitto and the stdio egress; the official SDK clients
+// doing the whole flow a desktop host does, and raw requests for each refusal.
+#include <catch2/catch.hpp>
+
+#include "tests/http/server_test_support.hpp"
+#include "tests/support/bridge_process.hpp"
+#include "tests/support/ingress_bridge.hpp"
+#include "tests/support/mosquitto.hpp"
+#include "tests/support/mqtt_mcp_client.hpp"
+#include "tests/support/process.hpp"
+#include "tests/support/wait.hpp"
+
+using namespace mcpmqtt::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string kScript = MCPMQTT_SOURCE_DIR "/tests/node/oauth-server.mjs";
+const std::string kClient = MCPMQTT_SOURCE_DIR "/tests/node/sdk-oauth-client.mjs";
+
+// oidc-provider on 127.0.0.1 (the client svc:secret, and svc2:secret2, for client credentials).
+struct AuthServer {
+  std::unique_ptr<Process> proc;
+  std::string issuer;
+  std::uint16_t port = 0;
+  explicit AuthServer(std::vector<std::string> extra = {}) {
+    std::vector<std::string> argv{
+        node_binary(), kScript,      "--scopes", "mcp:all mcp:demo", "--account",     "alice",
+        "--client",    "svc:secret", "--client", "svc2:secret2",     "--ignore-stdin"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    proc = Process::start(Process::piped(argv));
+    auto line = proc->read_line(60s);
+    REQUIRE(line);
+    issuer = json_at(*line, "issuer").value_or("");
+    REQUIRE(!issuer.empty());
+    port = static_cast<std::uint16_t>(std::stoi(*json_at(*line, "port")));
+  }
+  // RFC 6749 §4.4 with RFC 8707's resource: an access token for `resource` with `scope`.
+  std::string token(const std::string& resource, const std::string& scope,
+                    const std::string& client = "svc:secret") {
+    RawClient c({boost::asio::ip::make_address("127.0.0.1"), port});
+    const auto r = c.request(bhttp::verb::post, "/token",
+                             {{"Host", "127.0.0.1:" + std::to_string(port)},
+                              {"Content-Type", "application/x-www-form-urlencoded"},
+                              {"Authorization", "Basic " + base64_encode(client)}},
+                             "grant_type=client_credentials&scope=" + url_encode(scope) +
+                                 "&resource=" + url_encode(resource));
+    INFO(r.body);
+    REQUIRE(r.status == 200);
+    auto t = json_at(r.body, "access_token");
+    REQUIRE(t);
+    return *t;
+  }
+  static std::string base64_encode(const std::string& s) {
+    static constexpr char k[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    std::size_t i = 0;
+    for (; i + 2 < s.size(); i += 3) {
+      const unsigned v = (static_cast<unsigned char>(s[i]) << 16) |
+                         (static_cast<unsigned char>(s[i + 1]) << 8) |
+                         static_cast<unsigned char>(s[i + 2]);
+      for (int sh : {18, 12, 6, 0})
+        out.push_back(k[(v >> sh) & 63]);
+    }
+    if (i < s.size()) {
+      unsigned v = static_cast<unsigned char>(s[i]) << 16;
+      if (i + 1 < s.size()) v |= static_cast<unsigned char>(s[i + 1]) << 8;
+      out.push_back(k[(v >> 18) & 63]);
+      out.push_back(k[(v >> 12) & 63]);
+      out.push_back(i + 1 < s.size() ? k[(v >> 6) & 63] : '=');
+      out.push_back('=');
+    }
+    return out;
+  }
+  static std::string url_encode(const std::string& s) {
+    static constexpr char hex[] = "0123456789ABCDEF";
+    std::string out;
+    for (unsigned char c : s) {
+      if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+        out.push_back(static_cast<char>(c));
+      } else {
+        out.push_back('%');
+        out.push_back(hex[c >> 4]);
+        out.push_back(hex[c & 15]);
+      }
+    }
+    return out;
+  }
+};
+
+std::string servers_of(const std::string& cmd) {
+  return R"({"demo/test": {"command": ")" + cmd + R"("}, "other/srv": {"command": ")" + cmd +
+         R"("}})";
+}
+
+std::string oauth_extra(const std::string& issuer, const std::string& more = "") {
+  return R"(, "oauth": {"issuer": ")" + issuer +
+         R"(", "scopes": {"mcp:all": ["#"], "mcp:demo": ["demo/#"]})" + more + "}";
+}
+
+const std::string kInit =
+    R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",)"
+    R"("capabilities":{},"clientInfo":{"name":"t","version":"1"}}})";
+
+HttpResult post(const Bridge& b, const std::string& path, const std::string& authorization,
+                const std::string& body = kInit, const std::string& session = "") {
+  RawClient c(b.endpoint());
+  Headers h{{"Host", "127.0.0.1:" + std::to_string(b.port)},
+            {"Content-Type", "application/json"},
+            {"Accept", "application/json, text/event-stream"}};
+  if (!authorization.empty()) h.push_back({"Authorization", authorization});
+  if (!session.empty()) h.push_back({"Mcp-Session-Id", session});
+  return c.request(bhttp::verb::post, path, h, body, 30s);
+}
+
+HttpResult get(const Bridge& b, const std::string& path, const std::string& authorization = "") {
+  RawClient c(b.endpoint());
+  Headers h{{"Host", "127.0.0.1:" + std::to_string(b.port)}};
+  if (!authorization.empty()) h.push_back({"Authorization", authorization});
+  return c.request(bhttp::verb::get, path, h, "", 30s);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "MCP authorization: the official SDK clients (v1, v2 in the 2025 and 2026-07-28 eras) "
+    "authorize against oidc-provider through the bridge as a desktop host does - 401, RFC 9728 "
+    "metadata, RFC 8414 metadata, RFC 7591 registration, code with PKCE and resource, token, "
+    "calls",
+    "[ingress][oauth][sdk]") {
+  AuthServer as;
+  Mosquitto broker;
+  Bridge bridge(broker, servers_of(MCPMQTT_TEST_SERVER), "demo/test", "", oauth_extra(as.issuer));
+  REQUIRE(bridge.proc->wait_for_log("[directory] demo/test online"));
+  const std::vector<std::vector<std::string>> variants{
+      {"--sdk", "v1"}, {"--sdk", "v2", "--era", "2025"}, {"--sdk", "v2", "--era", "2026"}};
+  for (const auto& v : variants) {
+    std::vector<std::string> argv{node_binary(), kClient, "--url",  bridge.url(),
+                                  "--call",      "echo",  "--args", R"({"message":"hi"})"};
+    argv.insert(argv.end(), v.begin(), v.end());
+    auto opts = Process::piped(argv);
+    auto proc = Process::start(opts);
+    auto line = proc->read_line(120s);
+    const auto rc = proc->wait_for(60s);
+    INFO(v.back() << " " << line.value_or("(no output)"));
+    REQUIRE(line);
+    CHECK(rc == 0);
+    CHECK(json_at(*line, "ok") == "true");
+    CHECK(json_at(*line, "flow.unauthorized") == "true");
+    CHECK(json_at(*line, "flow.token") == "true");
+    CHECK(json_at(*line, "flow.resource") == bridge.url());
+    CHECK(json_at(*line, "accessToken.claims.aud") == bridge.url());
+    CHECK(json_at(*line, "accessToken.claims.sub") == "alice");
+    CHECK(json_at(*line, "calls.0.ok") == "true");
+    CHECK(json_at(*line, "protocolVersion") == (v.back() == "2026" ? "2026-07-28" : "2025-11-25"));
+  }
+  CHECK(bridge.proc->log().find("Bearer ey") == std::string::npos);  // never a token in the log
+}
+
+TEST_CASE(
+    "MCP authorization: RFC 6750 and RFC 9728 refusals - no token, malformed, alg none, bad "
+    "signature, wrong audience, expired, another issuer's key, insufficient scope - each with "
+    "its status and challenge, and per-principal reach and sessions",
+    "[ingress][oauth]") {
+  AuthServer as({"--ttl", "2"});
+  AuthServer stranger;  // another issuer, other keys
+  Mosquitto broker;
+  Bridge bridge(broker, servers_of(MCPMQTT_TEST_SERVER), "demo/test", "",
+                oauth_extra(as.issuer, R"(, "clock_skew_s": 0)"));
+  REQUIRE(bridge.proc->wait_for_log("[directory] demo/test online"));
+  REQUIRE(bridge.proc->wait_for_log("[directory] other/srv online"));
+  const std::string base = "http://127.0.0.1:" + std::to_string(bridge.port);
+
+  // RFC 9728 §3: the metadata of each endpoint, and of the bridge as a whole.
+  auto prm = get(bridge, "/.well-known/oauth-protected-resource/servers/demo/test/mcp");
+  REQUIRE(prm.status == 200);
+  CHECK(json_at(prm.body, "resource") == base + "/servers/demo/test/mcp");
+  CHECK(json_at(prm.body, "authorization_servers.0") == as.issuer);
+  CHECK(json_at(prm.body, "scopes_supported.0") == "mcp:all");
+  CHECK(json_at(prm.body, "bearer_methods_supported.0") == "header");
+  CHECK(json_at(get(bridge, "/.well-known/oauth-protected-resource").body, "resource") == base);
+  CHECK(get(bridge, "/.well-known/oauth-protected-resource/nothing").status == 404);
+
+  // RFC 6750 §3.1 / RFC 9728 §5.1: no token: 401, the metadata's URL, no error code.
+  auto none = post(bridge, "/mcp", "");
+  CHECK(none.status == 401);
+  CHECK(none.header("www-authenticate") == "Bearer resource_metadata=\"" + base +
+                                               "/.well-known/oauth-protected-resource/mcp\", " +
+                                               "scope=\"mcp:all mcp:demo\"");
+  const auto invalid = [&](const std::string& authorization, const std::string& why) {
+    auto r = post(bridge, "/mcp", authorization);
+    INFO(why << ": " << r.body);
+    CHECK(r.status == 401);
+    CHECK(r.header("www-authenticate").find("error=\"invalid_token\"") != std::string::npos);
+    CHECK(r.header("www-authenticate").find("resource_metadata=") != std::string::npos);
+  };
+  invalid("Bearer not-a-jwt", "malformed");
+  const auto good = as.token(base + "/mcp", "mcp:all");
+  auto tampered = good;
+  tampered[tampered.size() - 5] = tampered[tampered.size() - 5] == 'A' ? 'B' : 'A';
+  invalid("Bearer " + tampered, "bad signature");
+  const auto dot = good.find('.');
+  // RFC 7518 §3.6: the same claims under {"alg":"none","typ":"at+jwt"}, without a signature.
+  invalid("Bearer eyJhbGciOiJub25lIiwidHlwIjoiYXQrand0In0" +
+              good.substr(dot, good.rfind('.') - dot) + ".",
+          "alg none");
+  invalid("Bearer " + as.token("http://127.0.0.1:1/mcp", "mcp:all"), "wrong audience");
+  invalid("Bearer " + stranger.token(base + "/mcp", "mcp:all"), "another issuer's key");
+
+  // A valid token reaches what its scopes grant, and opens a session of its principal's.
+  auto ok = post(bridge, "/mcp", "Bearer " + good);
+  REQUIRE(ok.status == 200);
+  const auto session = ok.header("mcp-session-id");
+  REQUIRE(!session.empty());
+  const auto demo_only = as.token(base + "/mcp", "mcp:demo", "svc2:secret2");
+  // Security best practices §Session Hijacking: another principal cannot use the session.
+  auto hijack = post(bridge, "/mcp", "Bearer " + demo_only,
+                     R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})", session);
+  CHECK(hijack.status == 403);
+  // RFC 6750 §3.1: insufficient_scope, naming the scope that would do.
+  auto narrow = post(bridge, "/servers/other/srv/mcp",
+                     "Bearer " + as.token(base + "/servers/other/srv/mcp", "mcp:demo"));
+  CHECK(narrow.status == 403);
+  CHECK(narrow.header("www-authenticate").find("error=\"insufficient_scope\"") !=
+        std::string::npos);
+  CHECK(narrow.header("www-authenticate").find("scope=\"mcp:all\"") != std::string::npos);
+  // GET /servers lists only what the principal may reach.
+  const auto listing = get(bridge, "/servers", "Bearer " + as.token(base, "mcp:demo"));
+  CHECK(listing.status == 200);
+  CHECK(listing.body.find("demo/test") != std::string::npos);
+  CHECK(listing.body.find("other/srv") == std::string::npos);
+  CHECK(get(bridge, "/servers", "Bearer " + as.token(base, "mcp:all")).body.find("other/srv") !=
+        std::string::npos);
+
+  // RFC 7519 §4.1.4: the token expired (2 s tokens, no clock skew).
+  std::this_thread::sleep_for(3s);
+  invalid("Bearer " + good, "expired");
+  CHECK(bridge.proc->log().find(good) == std::string::npos);
+}
+
+TEST_CASE(
+    "MCP authorization: with the issuer unreachable at start the daemon starts, protected routes "
+    "answer 503 with the reason, and tokens are accepted once the issuer is up",
+    "[ingress][oauth][faults]") {
+  const auto port = free_loopback_port();
+  Mosquitto broker;
+  Bridge bridge(broker, servers_of(MCPMQTT_TEST_SERVER), "demo/test", "",
+                oauth_extra("http://127.0.0.1:" + std::to_string(port)));
+  REQUIRE(bridge.proc->wait_for_log("[directory] demo/test online"));
+  auto early = post(bridge, "/mcp", "Bearer eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln");
+  CHECK(early.status == 503);
+  CHECK(early.error_message().find("cannot") != std::string::npos);
+  CHECK(early.has("retry-after"));
+  AuthServer as({"--port", std::to_string(port)});
+  const auto token =
+      as.token("http://127.0.0.1:" + std::to_string(bridge.port) + "/mcp", "mcp:all");
+  unsigned status = 0;
+  for (int i = 0; i < 150 && status != 200; ++i) {
+    status = post(bridge, "/mcp", "Bearer " + token).status;
+    if (status != 200) std::this_thread::sleep_for(200ms);
+  }
+  CHECK(status == 200);
+}
