@@ -318,7 +318,7 @@ Expected<Token, Rejection> parse_token(std::string_view compact,
 
   const auto header_json = base64url_decode(header_b64);
   if (!header_json || header_json->empty())
-    return reject(Failure::malformed, "the header is not base64url");
+    return reject(Failure::malformed, "the header is empty or not base64url");
   SmallDocument small;
   rapidjson::Document& header = small.doc;
   if (auto problem = detail::read_object(*header_json, header))

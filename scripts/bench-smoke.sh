@@ -27,6 +27,7 @@ run() {
 }
 
 run bench_relay --requests 2000
+run bench_jwt --tokens 20 --runs 1
 # Latency, throughput, sessions and payload, both engines, Mosquitto as shipped; supergateway's
 # column too (its Node peers are in tests/node).
 run bench_compare --only 1,2,3,4 --engines native,paho --brokers default --requests 40 \

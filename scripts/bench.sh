@@ -14,6 +14,8 @@
 #                                             disk (about 1 minute)
 #   scripts/bench.sh relay [ARGS…]            the relay core's own cost per request, no I/O
 #                                             (seconds; under callgrind for instruction counts)
+#   scripts/bench.sh jwt [ARGS…]              validating an access token with a cached JWK Set,
+#                                             per algorithm, no I/O (under a minute)
 #   scripts/bench.sh smoke                    each of them once at a tiny size, failing when an
 #                                             answer, event or delivery goes missing (about 2
 #                                             minutes; the test command runs it on build/)
@@ -25,13 +27,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 which=all
 case "${1:-}" in
-  compare | fanout | modern | webhooks | relay | smoke)
+  compare | fanout | modern | webhooks | relay | jwt | smoke)
     which=$1
     shift
     ;;
   "") ;;
   *)
-    echo "usage: scripts/bench.sh [compare|fanout|modern|webhooks|relay [ARGS…]|smoke]" >&2
+    echo "usage: scripts/bench.sh [compare|fanout|modern|webhooks|relay|jwt [ARGS…]|smoke]" >&2
     exit 2
     ;;
 esac
@@ -40,8 +42,8 @@ scripts/setup-node.sh >/dev/null  # supergateway and the Node it runs on (tests/
 cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMCPMQTT_BUILD_BENCHMARKS=ON \
   -DMCPMQTT_WERROR=ON >/dev/null
 cmake --build build-bench --parallel "${MCPMQTT_BUILD_JOBS:-2}" \
-  --target bench_fanout bench_compare bench_modern bench_webhooks bench_relay bench_mqtt_echo_server \
-  mcp-mqtt-bridge mcp_test_server mcp_events_server
+  --target bench_fanout bench_compare bench_modern bench_webhooks bench_relay bench_jwt \
+  bench_mqtt_echo_server mcp-mqtt-bridge mcp_test_server mcp_events_server
 [[ $which != smoke ]] || exec scripts/bench-smoke.sh build-bench
 if [[ $which == all || $which == compare ]]; then
   echo "== the bridge against the floor and supergateway, per MQTT engine and broker: latency, throughput, sessions, payload =="
@@ -68,4 +70,8 @@ fi
 if [[ $which == all || $which == relay ]]; then
   echo "== the relay core: one splice, request/response pairs in memory =="
   build-bench/bench/bench_relay "$@"
+fi
+if [[ $which == all || $which == jwt ]]; then
+  echo "== access tokens: parse_token + verify with a cached JWK Set, per algorithm =="
+  build-bench/bench/bench_jwt "$@"
 fi

@@ -180,7 +180,7 @@ background_builds() {
       -DMCPMQTT_BUILD_BENCHMARKS=ON --target unit_tests --target integration_tests \
       --target mcp-mqtt-bridge --target mcp_test_server --target mcp_events_server \
       --target bench_relay --target bench_compare --target bench_fanout --target bench_modern \
-      --target bench_webhooks --target bench_mqtt_echo_server &&
+      --target bench_webhooks --target bench_jwt --target bench_mqtt_echo_server &&
     background_build tsan scripts/build.sh tsan --target unit_tests &&
     background_build fuzz scripts/fuzz.sh --build-only
 }

@@ -62,7 +62,7 @@ struct TestIssuer::Key {
   std::string kid;
   std::string alg;
   KeyOptions options;
-  std::unique_ptr<EVP_PKEY, IssuerPkeyFree> pkey;
+  std::shared_ptr<EVP_PKEY> pkey;
 };
 
 std::string b64url(std::string_view bytes) {
@@ -143,6 +143,11 @@ TestIssuer& TestIssuer::add_key(const std::string& kid, const std::string& alg,
   k->kid = kid;
   k->alg = alg;
   k->options = std::move(options);
+  if (!k->options.same_key_as.empty()) {
+    k->pkey = key(k->options.same_key_as).pkey;
+    keys_.push_back(std::move(k));
+    return *this;
+  }
   EVP_PKEY* raw = nullptr;
   if (alg == "RS256" || alg == "PS256") {
     raw = EVP_RSA_gen(static_cast<unsigned>(k->options.rsa_bits));
@@ -154,7 +159,7 @@ TestIssuer& TestIssuer::add_key(const std::string& kid, const std::string& alg,
     throw std::runtime_error("test issuer: no key kind for alg " + alg);
   }
   if (!raw) openssl_failed("key generation");
-  k->pkey.reset(raw);
+  k->pkey.reset(raw, IssuerPkeyFree{});
   keys_.push_back(std::move(k));
   return *this;
 }

@@ -62,13 +62,17 @@ class TestIssuer {
     bool jwk_alg = true;      // the JWK names its alg
     bool jwk_kid = true;      // the JWK names its kid
     std::string use = "sig";  // the JWK's use; empty: left out
+    // Another kid's key pair instead of a new one (RSA keys take a quarter of a second to make):
+    // one RSA key published as two JWKs, say, one for RS256 and one for PS256.
+    std::string same_key_as;
   };
 
   explicit TestIssuer(std::string issuer = "https://issuer.test",
                       std::string audience = "https://bridge.test/mcp");
   // Copies share the keys.
 
-  // A new key of the kind `alg` needs (RS256 and PS256: RSA; ES256: P-256; EdDSA: Ed25519).
+  // A new key of the kind `alg` needs (RS256 and PS256: RSA; ES256: P-256; EdDSA: Ed25519), or
+  // options.same_key_as's.
   TestIssuer& add_key(const std::string& kid, const std::string& alg, KeyOptions options);
   TestIssuer& add_key(const std::string& kid, const std::string& alg) {
     return add_key(kid, alg, KeyOptions{});
