@@ -241,11 +241,12 @@ class Server {
  public:
   using Handler = std::function<void(Conn&, const Request&)>;
 
-  // Binds 127.0.0.1 on a free port; start() begins accepting. Handlers may refer to the server
-  // (wait_for, stopping) when it is declared before them.
-  explicit Server(std::shared_ptr<net::ssl::context> tls = nullptr)
+  // Binds 127.0.0.1 on a free port (or on `port`, for a server that comes up where a client
+  // was refused); start() begins accepting. Handlers may refer to the server (wait_for,
+  // stopping) when it is declared before them.
+  explicit Server(std::shared_ptr<net::ssl::context> tls = nullptr, std::uint16_t port = 0)
       : tls_(std::move(tls)), acceptor_(ioc_) {
-    const tcp::endpoint ep(net::ip::make_address("127.0.0.1"), 0);
+    const tcp::endpoint ep(net::ip::make_address("127.0.0.1"), port);
     acceptor_.open(ep.protocol());
     acceptor_.set_option(tcp::acceptor::reuse_address(true));
     acceptor_.bind(ep);
