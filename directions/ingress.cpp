@@ -203,14 +203,28 @@ struct Ingress::IngressSession : std::enable_shared_from_this<IngressSession> {
     auto in = owner();
     if (!in) return;
     stop_waiting();
+    // mqtt.session_credentials: the broker authenticates (and its ACLs judge) the caller.
+    auto broker =
+        session_broker_options(in->broker_, in->options_.mqtt.session_credentials, principal);
+    if (!broker) {
+      refuse(broker.error());
+      return;
+    }
     mqtt::ClientSession::Options o;
-    o.broker = in->broker_;
+    o.broker = std::move(*broker);
     // 004 §MQTT Client ID: a fresh client id for every initialize.
     o.client_id = mqtt::fresh_client_id(in->options_.mqtt.client_id_prefix);
     o.server_id = inst.server_id;
     o.server_name = inst.server_name;
-    o.connect_meta_json = in->options_.connect_meta_json;
+    // 004 §User Property: MCP-META says whom the session serves (never the token).
+    o.connect_meta_json =
+        principal ? bridge::connect_meta_with(in->options_.connect_meta_json, *principal)
+                  : in->options_.connect_meta_json;
     upstream = mqtt::ClientSession::create(strand, o);
+    if (o.broker.username != in->broker_.username) {
+      log::bridge()->debug("{} connects to the broker as \"{}\" (mqtt.session_credentials)",
+                           upstream->describe(), o.broker.username);
+    }
     if (on_finished) upstream->on_finished(on_finished);
     scheduler = std::make_unique<AsioScheduler>(strand);
     bridge::Splice::Options so;
@@ -370,6 +384,10 @@ void Ingress::attach(const std::string& server_name, std::shared_ptr<bridge::Cha
   // must be in place before (on_initialize may run at once, and uses `downstream`).
   s->downstream =
       bridge::HoldingChannel::create(std::move(downstream), std::move(hooks), options_.max_held);
+}
+
+bool Ingress::wants_access_token() const {
+  return options_.mqtt.session_credentials == config::SessionCredentials::token;
 }
 
 void Ingress::serve_webhooks(WebhookHandler handler) {
