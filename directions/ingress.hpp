@@ -9,7 +9,9 @@
 // server-name and the filters, and the downstream is closed with Kind::peer_gone.
 //
 // The MQTT connection presents the credentials mqtt.session_credentials gives for the session's
-// principal, and its MCP-META names an OAuth principal.
+// principal, and its MCP-META names an OAuth principal. The broker's CONNACK may assign the
+// session an MCP-RBAC role (004 §User Property), which the session then enforces
+// (bridge/relay/rbac_gate.hpp).
 //
 // Thread-safe: attach() runs on the downstream's strand; the session table has a mutex.
 #pragma once
