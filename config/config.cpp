@@ -37,6 +37,10 @@ std::string Config::summary() const {
   std::ostringstream out;
   out << "broker " << mqtt.url << (mqtt.tls.enabled ? " (TLS)" : "")
       << (mqtt.client == MqttClient::paho ? " (Paho client)" : "");
+  if (mqtt.session_credentials == SessionCredentials::token)
+    out << " (sessions as their OAuth subject and token)";
+  else if (mqtt.session_credentials == SessionCredentials::principal)
+    out << " (sessions as their OAuth subject)";
   if (http.enabled)
     out << "; HTTP ingress on " << http.listen;
   else

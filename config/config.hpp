@@ -30,6 +30,15 @@ struct TlsConfig {
 // The MQTT client engine (mqtt.client): the bridge's own, on its event loop, or Eclipse Paho.
 enum class MqttClient { native, paho };
 
+// Whose credentials an ingress session's MQTT connection presents (mqtt.session_credentials), so
+// that the broker's own authentication and ACLs decide per caller. Sessions without an OAuth
+// principal (anonymous, static bearer tokens, stdio) always use the shared ones.
+enum class SessionCredentials {
+  shared,     // mqtt.username and the configured password, for every session
+  token,      // user name: the principal's `sub`; password: its OAuth access token (JWT brokers)
+  principal,  // user name: the principal's `sub`; password: the configured one
+};
+
 struct MqttConfig {
   std::string url = "mqtt://127.0.0.1:1883";
   MqttClient client = MqttClient::native;
@@ -37,6 +46,7 @@ struct MqttConfig {
   std::string username;
   std::string password_file;
   std::string password;  // resolved from password_file or MCPMQTT_MQTT_PASSWORD; never logged
+  SessionCredentials session_credentials = SessionCredentials::shared;
   TlsConfig tls;
   int keepalive_s = 30;
   // QoS of everything the bridge publishes and subscribes to: 1 (the broker acknowledges each

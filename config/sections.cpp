@@ -46,6 +46,12 @@ void read_mqtt_members(ObjectReader& r, MqttConfig& m, std::vector<Problem>& pro
   r.string("client_id_prefix", m.client_id_prefix, false);
   r.string("username", m.username);
   r.string("password_file", m.password_file, false);
+  std::string credentials;
+  if (r.string("session_credentials", credentials) &&
+      !parse_session_credentials(credentials, m.session_credentials)) {
+    r.problem("session_credentials",
+              "expected \"shared\", \"token\" or \"principal\", found \"" + credentials + "\"");
+  }
   r.integer("keepalive_s", m.keepalive_s, 5, 3600);
   r.integer("qos", m.qos, 0, 1);
   r.millis("connect_timeout", m.connect_timeout_ms, 100, 300000);
@@ -288,6 +294,18 @@ bool parse_mqtt_client(const std::string& text, MqttClient& out) {
     out = MqttClient::native;
   else if (text == "paho")
     out = MqttClient::paho;
+  else
+    return false;
+  return true;
+}
+
+bool parse_session_credentials(const std::string& text, SessionCredentials& out) {
+  if (text == "shared")
+    out = SessionCredentials::shared;
+  else if (text == "token")
+    out = SessionCredentials::token;
+  else if (text == "principal")
+    out = SessionCredentials::principal;
   else
     return false;
   return true;

@@ -31,5 +31,7 @@ void read_servers(const rapidjson::Value& v, Config& cfg, std::vector<Problem>& 
 
 // "native" or "paho" (mqtt.client, MCPMQTT_MQTT_CLIENT); false for anything else.
 bool parse_mqtt_client(const std::string& text, MqttClient& out);
+// "shared", "token" or "principal" (mqtt.session_credentials); false for anything else.
+bool parse_session_credentials(const std::string& text, SessionCredentials& out);
 
 }  // namespace mcpmqtt::config::detail

@@ -1,5 +1,6 @@
 #include "directions/ingress.hpp"
 
+#include <deque>
 #include <optional>
 #include <unordered_set>
 
@@ -10,6 +11,7 @@
 #include "bridge/protocol/events.hpp"
 #include "bridge/protocol/topics.hpp"
 #include "bridge/relay/holding_channel.hpp"
+#include "bridge/relay/rbac_gate.hpp"
 #include "bridge/relay/splice.hpp"
 #include "bridge/relay/subscription_hub.hpp"
 #include "common/log.hpp"
@@ -55,6 +57,12 @@ struct Ingress::IngressSession : std::enable_shared_from_this<IngressSession> {
   bool webhooks_here = false;  // the server has in-band events and no webhooks of its own
   // the client's resources/list requests unanswered
   std::unordered_set<jsonrpc::Id, jsonrpc::IdHash> resource_lists;
+  // 004 §User Property MCP-RBAC: the role this session holds, known from the CONNACK of its MQTT
+  // connection; until then the client's messages but initialize wait here (bounded by
+  // Options::max_held), so none passes unchecked.
+  std::string presence_meta = "{}";  // of the picked instance: its rbac.roles
+  std::optional<bridge::RbacGate> rbac;
+  std::deque<jsonrpc::Message> unchecked;
 
   // The webhook part of the hook: may replace the initialize result, or take a request.
   bool webhook_hook(bridge::Splice::Side from, jsonrpc::Message& m) {
@@ -203,15 +211,33 @@ struct Ingress::IngressSession : std::enable_shared_from_this<IngressSession> {
     auto in = owner();
     if (!in) return;
     stop_waiting();
+    // mqtt.session_credentials: the broker authenticates (and its ACLs judge) the caller.
+    auto broker =
+        session_broker_options(in->broker_, in->options_.mqtt.session_credentials, principal);
+    if (!broker) {
+      refuse(broker.error());
+      return;
+    }
     mqtt::ClientSession::Options o;
-    o.broker = in->broker_;
+    o.broker = std::move(*broker);
     // 004 §MQTT Client ID: a fresh client id for every initialize.
     o.client_id = mqtt::fresh_client_id(in->options_.mqtt.client_id_prefix);
     o.server_id = inst.server_id;
     o.server_name = inst.server_name;
-    o.connect_meta_json = in->options_.connect_meta_json;
+    // 004 §User Property: MCP-META says whom the session serves (never the token).
+    o.connect_meta_json =
+        principal ? bridge::connect_meta_with(in->options_.connect_meta_json, *principal)
+                  : in->options_.connect_meta_json;
+    presence_meta = inst.meta_json;
     upstream = mqtt::ClientSession::create(strand, o);
+    if (o.broker.username != in->broker_.username) {
+      log::bridge()->debug("{} connects to the broker as \"{}\" (mqtt.session_credentials)",
+                           upstream->describe(), o.broker.username);
+    }
     if (on_finished) upstream->on_finished(on_finished);
+    upstream->on_connected([weak = weak_from_this()](const mqtt::ConnackInfo& info) {
+      if (auto self = weak.lock()) self->on_connack(info);
+    });
     scheduler = std::make_unique<AsioScheduler>(strand);
     bridge::Splice::Options so;
     const auto timeouts = in->options_.timeouts;
@@ -228,12 +254,9 @@ struct Ingress::IngressSession : std::enable_shared_from_this<IngressSession> {
     hooks.on_message = [weak](bridge::Splice::Side from, jsonrpc::Message& m) {
       auto self = weak.lock();
       if (!self) return bridge::Splice::Verdict::pass;
-      if (self->webhooks && self->webhook_hook(from, m)) return bridge::Splice::Verdict::drop;
-      auto actions = from == bridge::Splice::Side::client ? self->hub.from_client(m)
-                                                          : self->hub.from_server(m);
-      const bool consumed = actions.consumed;
-      self->apply(std::move(actions));
-      return consumed ? bridge::Splice::Verdict::drop : bridge::Splice::Verdict::pass;
+      if (from == bridge::Splice::Side::client) return self->from_client(m);
+      if (self->rbac) self->rbac->filter(m);
+      return self->pass_on(from, m);
     };
     hooks.on_closing = [weak](const bridge::CloseReason& why) {
       auto self = weak.lock();
@@ -242,11 +265,95 @@ struct Ingress::IngressSession : std::enable_shared_from_this<IngressSession> {
       // a result for each listen request, anything else an error naming why.
       const bool graceful = why.kind == bridge::CloseReason::Kind::normal ||
                             why.kind == bridge::CloseReason::Kind::shutdown;
-      return self->hub.close(graceful, why.detail);
+      auto last = self->hub.close(graceful, why.detail);
+      // Requests that waited for the CONNACK were never relayed: the splice does not know them.
+      for (auto& m : self->unchecked) {
+        if (m.is_request()) {
+          last.push_back(jsonrpc::Message::error(m.id(), jsonrpc::code::connection_closed,
+                                                 m.method() + " was not answered: " + why.detail));
+        }
+      }
+      self->unchecked.clear();
+      return last;
     };
     log::bridge()->info("{} new session for {}", upstream->describe(), downstream->describe());
     splice = bridge::Splice::create(downstream, upstream, *scheduler, so, std::move(hooks));
     splice->start();
+  }
+
+  // A message from the client, before the splice relays it: MCP-RBAC first, then the bridge's
+  // own services.
+  bridge::Splice::Verdict from_client(jsonrpc::Message& m) {
+    const bool initialize = m.is_request() && m.method() == "initialize";
+    if (!rbac && !initialize) {
+      // The role is not known before the CONNACK: hold, in order, rather than guess.
+      auto in = owner();
+      if (unchecked.size() >= (in ? in->options_.max_held : 0)) {
+        const std::string why = "too many messages (" + std::to_string(unchecked.size()) +
+                                ") before the MQTT connection is up; wait for the initialize "
+                                "response";
+        if (m.is_request()) {
+          splice->send_to(bridge::Splice::Side::client,
+                          jsonrpc::Message::error(m.id(), jsonrpc::code::connection_closed, why));
+        } else {
+          log::bridge()->warn("{} dropped {} from the client: {}", splice->prefix(),
+                              m.is_notification() ? m.method() : std::string("a response"), why);
+        }
+        return bridge::Splice::Verdict::drop;
+      }
+      unchecked.push_back(std::move(m));
+      return bridge::Splice::Verdict::drop;
+    }
+    if (rbac) {
+      if (auto refusal = rbac->check(m)) {
+        // At debug: the client hears it, and a client may send many.
+        log::bridge()->debug("{} {}", splice->prefix(), refusal->error().message);
+        splice->send_to(bridge::Splice::Side::client, std::move(*refusal));
+        return bridge::Splice::Verdict::drop;
+      }
+    }
+    return pass_on(bridge::Splice::Side::client, m);
+  }
+
+  // The bridge's own services on a message in either direction: webhooks, subscriptions.
+  bridge::Splice::Verdict pass_on(bridge::Splice::Side from, jsonrpc::Message& m) {
+    if (webhooks && webhook_hook(from, m)) return bridge::Splice::Verdict::drop;
+    auto actions = from == bridge::Splice::Side::client ? hub.from_client(m) : hub.from_server(m);
+    const bool consumed = actions.consumed;
+    apply(std::move(actions));
+    return consumed ? bridge::Splice::Verdict::drop : bridge::Splice::Verdict::pass;
+  }
+
+  // The broker's CONNACK: the session's MCP-RBAC role against the server's presence.
+  void on_connack(const mqtt::ConnackInfo& info) {
+    if (rbac || !splice) return;
+    auto policy = bridge::rbac::resolve(info.rbac_json, server_name, presence_meta);
+    const auto& prefix = splice->prefix();
+    switch (policy.mode) {
+      case bridge::rbac::Policy::Mode::open:
+        log::bridge()->debug("{} MCP-RBAC: none ({})", prefix, policy.reason);
+        break;
+      case bridge::rbac::Policy::Mode::enforce:
+        log::bridge()->info("{} MCP-RBAC: {} {} on {} (methods: {}; tools: {}; resources: {})",
+                            prefix, policy.roles.size() == 1 ? "role" : "roles",
+                            policy.role_names(), server_name, policy.methods.describe(),
+                            policy.tools.describe(), policy.resources.describe());
+        if (!policy.reason.empty()) log::bridge()->warn("{} MCP-RBAC: {}", prefix, policy.reason);
+        break;
+      case bridge::rbac::Policy::Mode::deny:
+        log::bridge()->warn("{} MCP-RBAC: {}; every request but initialize will be refused", prefix,
+                            policy.reason);
+        break;
+    }
+    rbac.emplace(std::move(policy));
+    // What waited goes now, in order, as if it had just arrived.
+    auto held = std::move(unchecked);
+    unchecked.clear();
+    for (auto& m : held) {
+      if (!splice || splice->closed()) return;
+      if (from_client(m) == bridge::Splice::Verdict::pass)
+        splice->deliver_held(bridge::Splice::Side::client, std::move(m));
+    }
   }
 
   // Carries out what the subscription hub asks for.
@@ -370,6 +477,10 @@ void Ingress::attach(const std::string& server_name, std::shared_ptr<bridge::Cha
   // must be in place before (on_initialize may run at once, and uses `downstream`).
   s->downstream =
       bridge::HoldingChannel::create(std::move(downstream), std::move(hooks), options_.max_held);
+}
+
+bool Ingress::wants_access_token() const {
+  return options_.mqtt.session_credentials == config::SessionCredentials::token;
 }
 
 void Ingress::serve_webhooks(WebhookHandler handler) {

@@ -8,6 +8,11 @@
 // filters, or with no instance in time, gets a JSON-RPC error on initialize naming the
 // server-name and the filters, and the downstream is closed with Kind::peer_gone.
 //
+// The MQTT connection presents the credentials mqtt.session_credentials gives for the session's
+// principal, and its MCP-META names an OAuth principal. The broker's CONNACK may assign the
+// session an MCP-RBAC role (004 §User Property), which the session then enforces
+// (bridge/relay/rbac_gate.hpp).
+//
 // Thread-safe: attach() runs on the downstream's strand; the session table has a mutex.
 #pragma once
 
@@ -53,6 +58,11 @@ class Ingress : public std::enable_shared_from_this<Ingress> {
               boost::asio::any_io_executor strand, OnClosed on_closed = {},
               OnFinished on_finished = {},
               std::optional<bridge::Principal> principal = std::nullopt);
+
+  // Whether sessions need their principal's OAuth access token (Principal::access_token): true
+  // when mqtt.session_credentials is "token", where it is the MQTT password. The HTTP ingress
+  // keeps the token only then (http::Backend::wants_access_token). Any thread.
+  bool wants_access_token() const;
 
   // SEP-1803 webhooks served by the bridge (events.webhooks): for sessions with a principal to
   // servers with in-band events (resources.subscribe) that do not advertise "webhook"

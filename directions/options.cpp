@@ -26,6 +26,52 @@ mqtt::BrokerOptions broker_options(const config::MqttConfig& m) {
   return b;
 }
 
+Expected<mqtt::BrokerOptions, std::string> session_broker_options(
+    const mqtt::BrokerOptions& shared, config::SessionCredentials mode,
+    const std::optional<bridge::Principal>& principal) {
+  using config::SessionCredentials;
+  if (mode == SessionCredentials::shared || !principal || !principal->is_oauth()) return shared;
+  const auto& sub = principal->subject;
+  const std::string mode_name = mode == SessionCredentials::token ? "token" : "principal";
+  // MQTT 5.0 §1.5.4, §3.1.3.5: a UTF-8 string of at most 65,535 bytes, without U+0000.
+  constexpr std::size_t kMaxField = 65535;
+  if (sub.size() > kMaxField || sub.find('\0') != std::string::npos) {
+    return unexpected(
+        "the bridge cannot present this caller to the MQTT broker: its OAuth subject "
+        "is not a valid MQTT user name (at most 65535 bytes, no NUL) and "
+        "mqtt.session_credentials is \"" +
+        mode_name + "\"");
+  }
+  mqtt::BrokerOptions b = shared;
+  b.username = sub;
+  if (mode == SessionCredentials::token) {
+    const auto& token = principal->access_token;
+    if (!token || token->empty()) {
+      return unexpected(
+          "the bridge cannot open an MQTT session as \"" + sub +
+          "\": mqtt.session_credentials is \"token\" but no access token was kept for this "
+          "session (the HTTP ingress keeps it only for OAuth requests)");
+    }
+    if (token->size() > kMaxField) {
+      return unexpected("the bridge cannot open an MQTT session as \"" + sub +
+                        "\": its access token is " + std::to_string(token->size()) +
+                        " bytes and an MQTT password holds at most 65535 "
+                        "(mqtt.session_credentials \"token\")");
+    }
+    b.password = *token;
+    b.credentials_source = "the session's credentials: user name \"" + sub +
+                           "\" (the OAuth subject) and the caller's access token as password, "
+                           "mqtt.session_credentials \"token\"; check the broker's JWT "
+                           "authentication";
+  } else {
+    b.credentials_source = "the session's credentials: user name \"" + sub +
+                           "\" (the OAuth subject) and the password of mqtt.password_file, "
+                           "mqtt.session_credentials \"principal\"; check the broker knows "
+                           "that user";
+  }
+  return b;
+}
+
 http::ServerOptions http_server_options(const config::HttpConfig& h) {
   http::ServerOptions o;
   o.listen_host = h.listen_host;

@@ -4,9 +4,11 @@
 // Thread-safe (no state).
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "bridge/modern/upstream.hpp"
+#include "bridge/protocol/principal.hpp"
 #include "common/expected.hpp"
 #include "config/config.hpp"
 #include "http/client_channel.hpp"
@@ -18,6 +20,16 @@ namespace mcpmqtt::directions {
 
 // mqtt.*: where the broker is, the engine, credentials, keep-alive, QoS, backoff.
 mqtt::BrokerOptions broker_options(const config::MqttConfig& mqtt);
+
+// mqtt.session_credentials: the broker options of one ingress session opened for `principal`
+// (none: unknown, as for stdio) — `shared` (the configuration's, broker_options()) with the user
+// name and password `mode` gives. An OAuth principal in "token" mode: its `sub` and access token;
+// in "principal" mode: its `sub` and the configured password; anyone else, or "shared": the
+// configured ones. An error (a sentence the client gets) when the mode needs what the principal
+// lacks: "token" without an access token kept, or credentials MQTT cannot carry.
+Expected<mqtt::BrokerOptions, std::string> session_broker_options(
+    const mqtt::BrokerOptions& shared, config::SessionCredentials mode,
+    const std::optional<bridge::Principal>& principal);
 
 // http.*: the listener's address, Host/Origin/bearer checks and limits.
 http::ServerOptions http_server_options(const config::HttpConfig& http);

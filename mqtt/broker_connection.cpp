@@ -211,9 +211,10 @@ void BrokerConnection::on_connect_result(const ConnectOutcome& r) {
   if (!r.ok) {
     std::string why = "cannot connect to " + broker_url() + ": " + r.why;
     if (r.reason_code == 0x86 || r.reason_code == 0x87) {
-      why +=
-          " (check mqtt.username and the password from mqtt.password_file or "
-          "MCPMQTT_MQTT_PASSWORD)";
+      why += options_.broker.credentials_source.empty()
+                 ? " (check mqtt.username and the password from mqtt.password_file or "
+                   "MCPMQTT_MQTT_PASSWORD)"
+                 : " (" + options_.broker.credentials_source + ")";
     }
     if (!options_.reconnect) {
       state_ = State::closed;
@@ -358,12 +359,17 @@ void BrokerConnection::on_subscribe_result(const std::vector<std::string>& filte
     bool ok = ok_all;
     std::string why = why_all;
     const std::uint8_t rc = one_each ? codes[i] : shared;
-    if (ok && rc >= 0x80) {
+    const bool refused = ok && rc >= 0x80;
+    if (refused) {
       ok = false;
-      why = "the broker refused it: " + codec::reason_text(rc);
+      // Named: an ACL refuses some of a connection's topics, and the owner passes this on.
+      why = "the broker refused the subscription to " + filters[i] + ": " + codec::reason_text(rc);
     }
     if (!ok && state_ == State::connected) {
-      log::mqtt()->warn("{} subscribe {} failed: {}", describe(), filters[i], why);
+      if (refused)
+        log::mqtt()->warn("{} {}", describe(), why);
+      else
+        log::mqtt()->warn("{} subscribe {} failed: {}", describe(), filters[i], why);
     }
     auto waiting = std::move(it->second.waiting);
     it->second.waiting.clear();

@@ -27,6 +27,9 @@ struct BrokerOptions {
   EngineKind engine = EngineKind::native;
   std::string username;
   std::string password;  // never logged
+  // Where username and password came from, for the hint when the broker refuses them; empty:
+  // the configuration's mqtt.username and mqtt.password_file (or MCPMQTT_MQTT_PASSWORD).
+  std::string credentials_source;
   int keepalive_s = 30;
   int qos = 1;  // of everything published and subscribed to: 0 or 1
   int connect_timeout_ms = 10000;

@@ -63,6 +63,10 @@ void ClientSession::start(Receiver receiver) {
   h.on_message = [weak](const Incoming& in) {
     if (auto self = weak.lock()) self->on_message(in);
   };
+  h.on_connected = [weak](const ConnackInfo& info, bool) {
+    auto self = weak.lock();
+    if (self && self->state_ != State::closed && self->on_connected_) self->on_connected_(info);
+  };
   h.on_connection_lost = [weak](const std::string& cause) {
     if (auto self = weak.lock()) {
       self->fail({bridge::CloseReason::Kind::peer_gone,

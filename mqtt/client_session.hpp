@@ -58,6 +58,9 @@ class ClientSession : public bridge::Channel, public std::enable_shared_from_thi
   // Runs (on the strand) once the MQTT connection is closed after the session ended, so a
   // process can wait for its `disconnected` to be on the wire before exiting.
   void on_finished(std::function<void()> fn) { on_finished_ = std::move(fn); }
+  // Runs (on the strand) with the broker's CONNACK (its MCP user properties: MCP-RBAC), before
+  // any message of the session is published; set before start().
+  void on_connected(std::function<void(const ConnackInfo&)> fn) { on_connected_ = std::move(fn); }
 
  private:
   enum class State { idle, subscribing, ready, closed };
@@ -79,6 +82,7 @@ class ClientSession : public bridge::Channel, public std::enable_shared_from_thi
   std::deque<jsonrpc::Message> queued_;
   std::optional<jsonrpc::Id> awaiting_init_;  // the initialize sent, until its response arrives
   std::function<void()> on_finished_;
+  std::function<void(const ConnackInfo&)> on_connected_;
 };
 
 // A fresh MQTT client id for one MCP session: prefix + 128 random bits in hex.

@@ -36,6 +36,9 @@ inline constexpr int internal_error = -32603;
 // Implementation-defined server errors (-32000..-32099), as the MCP SDKs use them.
 inline constexpr int connection_closed = -32000;  // peer gone, transport closed, bad header
 inline constexpr int request_timeout = -32001;    // also "session not found" on Streamable HTTP
+// The caller may not do this: a method, tool or resource its MCP-RBAC role does not allow
+// (bridge/relay/rbac_gate.hpp). MCP defines no code for it; docs/bad-input.md lists it.
+inline constexpr int forbidden = -32003;
 }  // namespace code
 
 // A JSON-RPC error object.

@@ -27,8 +27,10 @@ struct Principal {
   // no scope mapping applies (anonymous, static tokens, or OAuth without http.oauth.scopes).
   bool unrestricted = true;
   std::vector<std::string> server_filters;
-  // The access token itself, kept only when mqtt.session_credentials is "token" (the MQTT
-  // password of the principal's sessions); a secret, never logged.
+  // The access token itself: the single place it is kept, and only when the ingress asks for it
+  // (http::Backend::wants_access_token(), true when mqtt.session_credentials is "token": the MQTT
+  // password of the principal's sessions). Null otherwise. A secret: never logged, never in
+  // MCP-META, requestState or a pool key.
   std::shared_ptr<const std::string> access_token;
   std::int64_t expires_at = 0;  // OAuth: exp; 0 otherwise
 
@@ -43,5 +45,12 @@ struct Principal {
   // The filters allow `server_name` (bridge/protocol/topics.hpp filter_matches).
   bool may_reach(std::string_view server_name) const;
 };
+
+// MCP-META on CONNECT (004 §User Property) of an MQTT session opened for `principal`: `meta_json`
+// (a JSON object) with "principal": {"iss", "sub", "client_id"} merged in for an OAuth principal,
+// so the broker knows whom the session serves; never the token. Anyone else (anonymous, a static
+// bearer token, stdio) adds nothing: their key names no one a broker knows. `meta_json` that is
+// not a JSON object comes back unchanged.
+std::string connect_meta_with(std::string_view meta_json, const Principal& principal);
 
 }  // namespace mcpmqtt::bridge

@@ -104,12 +104,10 @@ void Splice::send_to(Side to, jsonrpc::Message m) {
 }
 
 void Splice::deliver_held(Side from, jsonrpc::Message m) {
-  if (!closed_ && m.is_response()) on_response(from, std::move(m));
+  if (!closed_) dispatch(from, std::move(m));
 }
 
-void Splice::on_message(Side from, jsonrpc::Message m) {
-  if (closed_) return;
-  if (hooks_.on_message && hooks_.on_message(from, m) == Verdict::drop) return;
+void Splice::dispatch(Side from, jsonrpc::Message m) {
   switch (m.kind()) {
     case jsonrpc::Kind::request:
       on_request(from, std::move(m));
@@ -122,6 +120,12 @@ void Splice::on_message(Side from, jsonrpc::Message m) {
       on_notification(from, std::move(m));
       break;
   }
+}
+
+void Splice::on_message(Side from, jsonrpc::Message m) {
+  if (closed_) return;
+  if (hooks_.on_message && hooks_.on_message(from, m) == Verdict::drop) return;
+  dispatch(from, std::move(m));
 }
 
 void Splice::on_request(Side from, jsonrpc::Message m) {

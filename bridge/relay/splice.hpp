@@ -76,9 +76,10 @@ class Splice : public std::enable_shared_from_this<Splice> {
 
   // Sends a message of the bridge's own to one side (a notification, typically).
   void send_to(Side to, jsonrpc::Message m);
-  // A response from `from` that a hook held back (Verdict::drop) to finish it asynchronously:
-  // it answers its request now as any response does (a request that timed out meanwhile got
-  // its error already, and this is dropped); hooks do not see it again.
+  // A message from `from` that a hook held back (Verdict::drop) to finish it asynchronously,
+  // handled now as any message from that side is; hooks do not see it again. A response answers
+  // its request (a request that timed out meanwhile got its error already, and this is
+  // dropped); a request is relayed and awaited; a notification is passed on.
   void deliver_held(Side from, jsonrpc::Message m);
   // Sends a request of the bridge's own to one side; `done` gets the response, or an error
   // response made by the splice: -32001 on timeout, -32000 when the session closes.
@@ -118,6 +119,8 @@ class Splice : public std::enable_shared_from_this<Splice> {
     return requester == Side::client ? from_client_ : from_server_;
   }
   void on_message(Side from, jsonrpc::Message m);
+  // A message past the hooks, by kind.
+  void dispatch(Side from, jsonrpc::Message m);
   void on_request(Side from, jsonrpc::Message m);
   void on_response(Side from, jsonrpc::Message m);
   void on_notification(Side from, jsonrpc::Message m);

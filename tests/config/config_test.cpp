@@ -378,6 +378,23 @@ TEST_CASE("mqtt.client chooses the MQTT engine, and MCPMQTT_MQTT_CLIENT override
   }
 }
 
+TEST_CASE("mqtt.session_credentials: shared by default, token or principal, nothing else",
+          "[config]") {
+  CHECK(good("{}").mqtt.session_credentials == SessionCredentials::shared);
+  CHECK(good(R"({"mqtt": {"session_credentials": "token"}})").mqtt.session_credentials ==
+        SessionCredentials::token);
+  CHECK(good(R"({"mqtt": {"session_credentials": "principal"}})").mqtt.session_credentials ==
+        SessionCredentials::principal);
+  CHECK(good(R"({"mqtt": {"session_credentials": "shared"}})").mqtt.session_credentials ==
+        SessionCredentials::shared);
+  auto p = only_problem(R"({"mqtt": {"session_credentials": "jwt"}})");
+  CHECK(p.path == "mqtt.session_credentials");
+  CHECK(p.message == R"(expected "shared", "token" or "principal", found "jwt")");
+  CHECK(good(R"({"mqtt": {"session_credentials": "token"}})")
+            .summary()
+            .find("sessions as their OAuth subject and token") != std::string::npos);
+}
+
 TEST_CASE("secrets come from files and the environment", "[config]") {
   mcpmqtt::test::TempDir dir;
   const auto pw = dir.write("pw", "hunter2\n");

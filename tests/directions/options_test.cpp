@@ -158,3 +158,112 @@ TEST_CASE("http_server_options: the listener, its checks and its limits", "[dire
 
 }  // namespace
 }  // namespace mcpmqtt::directions
+
+namespace mcpmqtt::directions {
+namespace {
+
+bridge::Principal oauth_principal(const std::string& sub, const std::string& token = {}) {
+  bridge::Principal p;
+  p.key = "oauth:https://auth.example|" + sub;
+  p.issuer = "https://auth.example";
+  p.subject = sub;
+  p.client_id = "desktop-app";
+  if (!token.empty()) p.access_token = std::make_shared<const std::string>(token);
+  return p;
+}
+
+mqtt::BrokerOptions shared_credentials() {
+  mqtt::BrokerOptions b;
+  b.host = "broker.example";
+  b.username = "bridge";
+  b.password = "shared-secret";
+  return b;
+}
+
+TEST_CASE("mqtt.session_credentials shared: every session presents the configured credentials",
+          "[directions][credentials]") {
+  const auto shared = shared_credentials();
+  for (const auto& principal :
+       {std::optional<bridge::Principal>{}, std::optional(bridge::Principal::keyed("stdio")),
+        std::optional(oauth_principal("alice", "tok-alice"))}) {
+    auto b = session_broker_options(shared, config::SessionCredentials::shared, principal);
+    REQUIRE(b);
+    CHECK(b->username == "bridge");
+    CHECK(b->password == "shared-secret");
+    CHECK(b->credentials_source.empty());
+    CHECK(b->host == "broker.example");
+  }
+}
+
+TEST_CASE(
+    "mqtt.session_credentials token: the OAuth subject and its access token, and shared "
+    "credentials for callers without an OAuth principal",
+    "[directions][credentials]") {
+  const auto shared = shared_credentials();
+  const auto mode = config::SessionCredentials::token;
+  auto b = session_broker_options(shared, mode, oauth_principal("alice", "tok-alice"));
+  REQUIRE(b);
+  CHECK(b->username == "alice");
+  CHECK(b->password == "tok-alice");
+  CHECK(b->host == "broker.example");
+  // The hint for a refused CONNECT names the user and the mode, never the token.
+  CHECK(b->credentials_source.find("\"alice\"") != std::string::npos);
+  CHECK(b->credentials_source.find("\"token\"") != std::string::npos);
+  CHECK(b->credentials_source.find("tok-alice") == std::string::npos);
+
+  for (const auto& principal : {std::optional<bridge::Principal>{},
+                                std::optional(bridge::Principal::keyed("token:0123abcd")),
+                                std::optional(bridge::Principal{})}) {
+    auto s = session_broker_options(shared, mode, principal);
+    REQUIRE(s);
+    CHECK(s->username == "bridge");
+    CHECK(s->password == "shared-secret");
+  }
+}
+
+TEST_CASE(
+    "mqtt.session_credentials token: an OAuth principal without its token is refused, never "
+    "given the shared credentials",
+    "[directions][credentials]") {
+  const auto shared = shared_credentials();
+  auto b =
+      session_broker_options(shared, config::SessionCredentials::token, oauth_principal("alice"));
+  REQUIRE_FALSE(b);
+  CHECK(b.error().find("\"alice\"") != std::string::npos);
+  CHECK(b.error().find("no access token") != std::string::npos);
+
+  auto empty = oauth_principal("alice");
+  empty.access_token = std::make_shared<const std::string>();
+  CHECK_FALSE(session_broker_options(shared, config::SessionCredentials::token, empty));
+
+  auto huge = session_broker_options(shared, config::SessionCredentials::token,
+                                     oauth_principal("alice", std::string(65536, 'x')));
+  REQUIRE_FALSE(huge);
+  CHECK(huge.error().find("65536 bytes") != std::string::npos);
+  CHECK(huge.error().find("xxxx") == std::string::npos);
+  CHECK(session_broker_options(shared, config::SessionCredentials::token,
+                               oauth_principal("alice", std::string(65535, 'x'))));
+}
+
+TEST_CASE(
+    "mqtt.session_credentials principal: the OAuth subject with the configured password, never "
+    "the token",
+    "[directions][credentials]") {
+  const auto shared = shared_credentials();
+  const auto mode = config::SessionCredentials::principal;
+  auto b = session_broker_options(shared, mode, oauth_principal("alice", "tok-alice"));
+  REQUIRE(b);
+  CHECK(b->username == "alice");
+  CHECK(b->password == "shared-secret");
+  CHECK(b->credentials_source.find("\"principal\"") != std::string::npos);
+  auto anonymous = session_broker_options(shared, mode, bridge::Principal{});
+  REQUIRE(anonymous);
+  CHECK(anonymous->username == "bridge");
+  // A subject MQTT cannot carry as a user name (MQTT 5.0 §1.5.4: no U+0000).
+  auto nul = session_broker_options(shared, mode, oauth_principal(std::string("al\0ice", 6)));
+  REQUIRE_FALSE(nul);
+  CHECK(nul.error().find("not a valid MQTT user name") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace mcpmqtt::directions

@@ -193,7 +193,8 @@ TEST_CASE(
   auto refused = c.results.pop();
   REQUIRE(refused);
   CHECK_FALSE(refused->first);
-  CHECK(refused->second.find("the broker refused it") != std::string::npos);
+  CHECK(refused->second.find("the broker refused the subscription to refused/y") !=
+        std::string::npos);
   CHECK_FALSE(c.results.pop(300ms));
 
   c.io.run(c.strand, [&] { c.conn->unsubscribe({"rpc/x", "cap/x", "presence/x"}, c.record()); });

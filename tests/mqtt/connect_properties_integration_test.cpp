@@ -258,3 +258,43 @@ TEST_CASE(
   io.run(strand, [&] { observer->stop(1s, [&] { stopped.set_value(); }); });
   stopped.get_future().wait_for(5s);
 }
+
+TEST_CASE(
+    "004 §User Property MCP-RBAC: a client session hands its CONNACK's MCP-RBAC to its owner "
+    "before it publishes anything",
+    "[mqtt][connect][rbac]") {
+  FakeBroker broker([](int, const ConnectPacket&) -> UserProperties {
+    return {{"MCP-RBAC", R"([{"server_name":"fleet/truck","role_name":"user"}])"}};
+  });
+  IoThreads io;
+  auto strand = io.strand();
+  mq::ClientSession::Options o;
+  o.broker = broker_options(broker.url());
+  o.client_id = mq::fresh_client_id("rbac-connack");
+  o.server_id = "truck-1";
+  o.server_name = "fleet/truck";
+  auto session = mq::ClientSession::create(strand, o);
+  Inbox<std::string> told;
+  Inbox<std::size_t> published_then;  // how many PUBLISHes the broker had seen at that moment
+  session->on_connected([&](const mq::ConnackInfo& info) {
+    told.push(info.rbac_json.value_or("(none)"));
+    published_then.push(broker.publish(0, 0ms) ? 1 : 0);
+  });
+  io.run(strand, [&] {
+    session->start({[](jsonrpc::Message) {}, [](const bridge::CloseReason&) {}});
+    session->send(
+        *jsonrpc::Message::parse(R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{}})"));
+  });
+  CHECK(told.pop() == R"([{"server_name":"fleet/truck","role_name":"user"}])");
+  CHECK(published_then.pop() == 0u);
+  // The initialize went after it.
+  auto init = broker.publish(0);
+  REQUIRE(init);
+  CHECK(init->topic == "$mcp-server/truck-1/fleet/truck");
+  std::promise<void> finished;
+  io.run(strand, [&] {
+    session->on_finished([&] { finished.set_value(); });
+    session->close({bridge::CloseReason::Kind::shutdown, "test over"});
+  });
+  CHECK(finished.get_future().wait_for(5s) == std::future_status::ready);
+}

@@ -136,15 +136,29 @@ void Mosquitto::start() {
     conf += "protocol websockets\n";
     conf += tls;
   }
+  std::string pw;
   if (!options_.username.empty()) {
-    const std::string pw = dir_.write("passwd", options_.username + ":" + options_.password + "\n");
+    pw = dir_.write("passwd", options_.username + ":" + options_.password + "\n");
     // mosquitto_passwd -U hashes the plain-text file in place.
     auto r = run_capture({"mosquitto_passwd", "-U", pw});
     if (r.exit_code != 0) throw std::runtime_error("mosquitto_passwd failed: " + r.err);
+  }
+  for (const auto& [user, password] : options_.users) {
+    std::vector<std::string> argv{"mosquitto_passwd"};
+    if (pw.empty()) {
+      pw = dir_.path() + "/passwd";
+      argv.push_back("-c");  // creates the file
+    }
+    argv.insert(argv.end(), {"-b", pw, user, password});
+    auto r = run_capture(argv);
+    if (r.exit_code != 0) throw std::runtime_error("mosquitto_passwd -b failed: " + r.err);
+  }
+  if (!pw.empty()) {
     conf += "allow_anonymous false\npassword_file " + pw + "\n";
   } else {
     conf += "allow_anonymous true\n";
   }
+  if (!options_.acl.empty()) conf += "acl_file " + dir_.write("acl", options_.acl) + "\n";
   conf += options_.extra_config;
   const std::string conf_path = dir_.write("mosquitto.conf", conf);
 

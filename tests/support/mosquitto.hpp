@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/support/process.hpp"
@@ -33,6 +34,13 @@ class Mosquitto {
     // Credentials required when set (username:password written to a password file).
     std::string username;
     std::string password;
+    // More users of the password file, each added with `mosquitto_passwd -b` (anonymous clients
+    // are then refused too).
+    std::vector<std::pair<std::string, std::string>> users;
+    // The text of an `acl_file`: `user NAME` and `topic [read|write|readwrite] FILTER` lines,
+    // and `pattern …` lines where %u is a client's user name and %c its client id. Mosquitto
+    // then refuses every topic no line grants.
+    std::string acl;
     // Extra lines appended to the generated mosquitto.conf (after the listeners: global
     // options such as max_inflight_messages or max_packet_size).
     std::string extra_config;
