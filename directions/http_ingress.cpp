@@ -48,7 +48,7 @@ HttpIngress::HttpIngress(boost::asio::io_context& ioc, const config::Config& cfg
     : ioc_(ioc),
       oauth_(cfg.http.oauth),
       backend_(std::make_unique<Backend>(std::move(ingress), std::move(modern), std::move(hooks))),
-      server_(std::make_unique<http::Server>(ioc, http_server_options(cfg.http),
+      server_(std::make_unique<http::Server>(ioc, http_server_options(cfg.http, cfg.mqtt),
                                              cfg.ingress.default_server, *backend_)) {}
 
 HttpIngress::~HttpIngress() = default;

@@ -72,7 +72,7 @@ Expected<mqtt::BrokerOptions, std::string> session_broker_options(
   return b;
 }
 
-http::ServerOptions http_server_options(const config::HttpConfig& h) {
+http::ServerOptions http_server_options(const config::HttpConfig& h, const config::MqttConfig& m) {
   http::ServerOptions o;
   o.listen_host = h.listen_host;
   o.listen_port = h.listen_port;
@@ -89,6 +89,9 @@ http::ServerOptions http_server_options(const config::HttpConfig& h) {
   o.oauth.jwks_max_stale_s = h.oauth.jwks_max_stale_s;
   o.oauth.ca_file = h.oauth.ca_file;
   o.oauth.tls_verify = h.oauth.tls_verify;
+  // mqtt.session_credentials "token": the access token is the password of the principal's MQTT
+  // sessions, so the principal keeps it; otherwise it is never kept.
+  o.oauth.keep_access_token = m.session_credentials == config::SessionCredentials::token;
   const auto& l = h.limits;
   o.limits.max_body_bytes = l.max_body_bytes;
   o.limits.max_sessions = l.max_sessions;

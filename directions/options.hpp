@@ -32,7 +32,9 @@ Expected<mqtt::BrokerOptions, std::string> session_broker_options(
     const std::optional<bridge::Principal>& principal);
 
 // http.*: the listener's address, Host/Origin/bearer checks and limits.
-http::ServerOptions http_server_options(const config::HttpConfig& http);
+// `mqtt`: whether principals keep their access token (mqtt.session_credentials "token").
+http::ServerOptions http_server_options(const config::HttpConfig& http,
+                                        const config::MqttConfig& mqtt = {});
 
 // One session of a `command` entry of mcpServers, with egress.* termination delays.
 stdio::ChildSpec child_spec(const config::ServerEntry& server, const config::EgressConfig& egress,

@@ -609,3 +609,28 @@ TEST_CASE(
   CHECK(only_problem(R"({"egress": {"max_sessions_per_http_server": 0}})").path ==
         "egress.max_sessions_per_http_server");
 }
+
+TEST_CASE(
+    "http.oauth: the issuer is https (http only on loopback, OAuth 2.1 §1.5), scopes grant valid "
+    "server-name filters, algorithms never none or HMAC, public_url is an origin",
+    "[config]") {
+  auto c = good(R"({"http": {"public_url": "https://bridge.example/", "oauth": {
+      "issuer": "https://auth.example/tenant", "scopes": {"mcp:w": ["weather/#"], "all": ["#"]},
+      "algorithms": ["ES256"], "clock_skew_s": 5}}})");
+  CHECK(c.http.public_url == "https://bridge.example");
+  CHECK(c.http.oauth.enabled());
+  CHECK(c.http.oauth.scopes.at("mcp:w") == std::vector<std::string>{"weather/#"});
+  CHECK(c.http.oauth.algorithms == std::vector<std::string>{"ES256"});
+  CHECK(c.http.oauth.clock_skew_s == 5);
+  CHECK(good(R"({"http": {"oauth": {"issuer": "http://127.0.0.1:9000"}}})").http.oauth.enabled());
+  CHECK(only_problem(R"({"http": {"oauth": {"issuer": "http://auth.example"}}})").path ==
+        "http.oauth.issuer");
+  CHECK(only_problem(R"({"http": {"oauth": {"issuer": "https://a", "algorithms": ["HS256"]}}})")
+            .path == "http.oauth.algorithms");
+  CHECK(only_problem(R"({"http": {"oauth": {"issuer": "https://a", "scopes": {"s": ["a/#/b"]}}}})")
+            .path == "http.oauth.scopes.s");
+  CHECK(only_problem(R"({"http": {"oauth": {"scopes": {"s": ["#"]}}}})").path ==
+        "http.oauth.scopes");
+  CHECK(only_problem(R"({"http": {"public_url": "https://b.example/mcp"}})").path ==
+        "http.public_url");
+}

@@ -156,6 +156,28 @@ TEST_CASE("http_server_options: the listener, its checks and its limits", "[dire
   CHECK(o.limits.max_body_bytes == h.limits.max_body_bytes);
 }
 
+TEST_CASE(
+    "http_server_options: http.oauth reaches the server, and the access token is kept only for "
+    "mqtt.session_credentials token",
+    "[directions]") {
+  config::HttpConfig h;
+  h.public_url = "https://bridge.example";
+  h.oauth.issuer = "https://auth.example";
+  h.oauth.scopes = {{"mcp:weather", {"weather/#"}}};
+  h.oauth.clock_skew_s = 5;
+  config::MqttConfig m;
+  auto o = http_server_options(h, m);
+  CHECK(o.public_url == "https://bridge.example");
+  CHECK(o.oauth.issuer == "https://auth.example");
+  CHECK(o.oauth.scopes.at("mcp:weather") == std::vector<std::string>{"weather/#"});
+  CHECK(o.oauth.clock_skew_s == 5);
+  CHECK_FALSE(o.oauth.keep_access_token);
+  m.session_credentials = config::SessionCredentials::principal;
+  CHECK_FALSE(http_server_options(h, m).oauth.keep_access_token);
+  m.session_credentials = config::SessionCredentials::token;
+  CHECK(http_server_options(h, m).oauth.keep_access_token);
+}
+
 }  // namespace
 }  // namespace mcpmqtt::directions
 
