@@ -3,6 +3,7 @@
 #include <ctime>
 
 #include <boost/beast/http/field.hpp>
+#include <openssl/evp.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
@@ -205,25 +206,40 @@ Authenticator::Outcome Authenticator::check(const Request& req, const Route& rou
                             "Unauthorized: invalid access token: " + detail),
                   "invalid access token: " + detail);
   };
-  auto parsed = auth::parse_token(*token, rules_.algorithms);
-  if (!parsed) return invalid(parsed.error().detail);
   const auto keys = keys_ ? keys_->keys() : nullptr;
-  if (!keys) {
-    const auto why = problem();
-    auto res = error_response(503, jsonrpc::code::connection_closed,
-                              "Service Unavailable: access tokens cannot be checked yet: " + why);
-    res.set(bhttp::field::retry_after, "5");
-    return refuse(std::move(res), "no keys to check the token with: " + why);
-  }
   auto rules = rules_;
   rules.audiences = audiences(route, path, server, host);
-  auto claims = auth::verify(*parsed, *keys, rules, std::time(nullptr));
-  if (!claims) {
-    if (claims.error().failure == auth::Failure::unknown_kid && !retried) {
-      out.kind = Outcome::Kind::unknown_kid;
-      return out;
+  const auto now = static_cast<std::int64_t>(std::time(nullptr));
+  const auto digest = token_digest(*token);
+  std::optional<auth::Claims> claims;
+  if (keys) {
+    if (auto hit = cached(digest, keys)) {
+      // Verified with these keys before: only what depends on the request and the time is
+      // checked again (the signature, typ and iss cannot have changed).
+      if (auto why = recheck(*hit, rules, now); !why.empty()) return invalid(why);
+      claims = std::move(*hit);
     }
-    return invalid(claims.error().detail);
+  }
+  if (!claims) {
+    auto parsed = auth::parse_token(*token, rules_.algorithms);
+    if (!parsed) return invalid(parsed.error().detail);
+    if (!keys) {
+      const auto why = problem();
+      auto res = error_response(503, jsonrpc::code::connection_closed,
+                                "Service Unavailable: access tokens cannot be checked yet: " + why);
+      res.set(bhttp::field::retry_after, "5");
+      return refuse(std::move(res), "no keys to check the token with: " + why);
+    }
+    auto verified = auth::verify(*parsed, *keys, rules, now);
+    if (!verified) {
+      if (verified.error().failure == auth::Failure::unknown_kid && !retried) {
+        out.kind = Outcome::Kind::unknown_kid;
+        return out;
+      }
+      return invalid(verified.error().detail);
+    }
+    remember(digest, keys, *verified);
+    claims = std::move(*verified);
   }
   auto& p = out.principal;
   p.key = "oauth:" + claims->issuer + "|" + claims->subject;
@@ -257,6 +273,52 @@ Authenticator::Outcome Authenticator::check(const Request& req, const Route& rou
             "] of " + p.key + " do not reach " + std::string(server));
   }
   return out;
+}
+
+std::string Authenticator::token_digest(std::string_view token) {
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_Digest(token.data(), token.size(), out, &n, EVP_sha256(), nullptr);
+  return std::string(reinterpret_cast<const char*>(out), n);
+}
+
+std::optional<auth::Claims> Authenticator::cached(
+    const std::string& digest, const std::shared_ptr<const auth::KeySet>& keys) const {
+  std::lock_guard lock(cache_mu_);
+  auto it = cache_.find(digest);
+  // Keys fetched since (a rotation may have withdrawn the one that signed it): verify again.
+  if (it == cache_.end() || it->second.keys != keys) return std::nullopt;
+  return it->second.claims;
+}
+
+void Authenticator::remember(const std::string& digest,
+                             const std::shared_ptr<const auth::KeySet>& keys,
+                             const auth::Claims& claims) const {
+  std::lock_guard lock(cache_mu_);
+  if (cache_.size() >= kCacheEntries) {
+    // Bounded: the expired go first; if none has, everything (a new verification each).
+    const auto now = static_cast<std::int64_t>(std::time(nullptr));
+    std::erase_if(cache_, [now, this](const auto& e) {
+      return e.second.claims.expires_at + rules_.clock_skew.count() <= now;
+    });
+    if (cache_.size() >= kCacheEntries) cache_.clear();
+  }
+  cache_[digest] = Verified{keys, claims};
+}
+
+std::string Authenticator::recheck(const auth::Claims& claims, const auth::Rules& rules,
+                                   std::int64_t now) {
+  // As auth::verify decides: valid while now < exp + skew and now >= nbf - skew (RFC 7519
+  // §4.1.4, §4.1.5); the audience per request (RFC 8707 §2).
+  const auto skew = rules.clock_skew.count();
+  if (now >= claims.expires_at + skew)
+    return "expired " + std::to_string(now - claims.expires_at) + " s ago";
+  if (claims.not_before != 0 && now < claims.not_before - skew)
+    return "not valid for another " + std::to_string(claims.not_before - now) + " s";
+  for (const auto& a : claims.audiences)
+    for (const auto& want : rules.audiences)
+      if (a == want) return {};
+  return "the audience does not name this resource";
 }
 
 std::string Authenticator::resource_metadata(std::string_view resource_path,

@@ -16,9 +16,11 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include <boost/beast/http/message.hpp>
@@ -89,12 +91,30 @@ class Authenticator {
                                      std::string_view server, std::string_view host) const;
   std::string scopes_reaching(std::string_view server) const;
 
+  // Tokens verified before, by the SHA-256 of their text: a request with one skips the
+  // signature (tens of µs) and checks again only its audience, exp and nbf. Tied to the key set
+  // that verified it; bounded.
+  struct Verified {
+    std::shared_ptr<const auth::KeySet> keys;
+    auth::Claims claims;
+  };
+  static constexpr std::size_t kCacheEntries = 4096;
+  static std::string token_digest(std::string_view token);
+  std::optional<auth::Claims> cached(const std::string& digest,
+                                     const std::shared_ptr<const auth::KeySet>& keys) const;
+  void remember(const std::string& digest, const std::shared_ptr<const auth::KeySet>& keys,
+                const auth::Claims& claims) const;
+  static std::string recheck(const auth::Claims& claims, const auth::Rules& rules,
+                             std::int64_t now);
+
   const OAuthOptions options_;
   const std::string public_url_;
   const std::string default_server_;
   const BearerTokens tokens_;
   auth::Rules rules_;
   std::shared_ptr<KeySource> keys_;
+  mutable std::mutex cache_mu_;
+  mutable std::unordered_map<std::string, Verified> cache_;
 };
 
 }  // namespace mcpmqtt::http
