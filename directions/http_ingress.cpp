@@ -24,7 +24,6 @@ class HttpIngress::Backend : public http::Backend {
     ingress_->attach(server_name, std::move(session), std::move(strand), {}, {}, principal);
   }
   bool serves_modern() override { return modern_ != nullptr; }
-  bool wants_access_token() override { return ingress_->wants_access_token(); }
   void handle_modern(http::ModernRequest request,
                      std::shared_ptr<http::ModernReply> reply) override {
     modern_->handle(std::move(request), std::move(reply));

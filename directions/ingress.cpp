@@ -479,10 +479,6 @@ void Ingress::attach(const std::string& server_name, std::shared_ptr<bridge::Cha
       bridge::HoldingChannel::create(std::move(downstream), std::move(hooks), options_.max_held);
 }
 
-bool Ingress::wants_access_token() const {
-  return options_.mqtt.session_credentials == config::SessionCredentials::token;
-}
-
 void Ingress::serve_webhooks(WebhookHandler handler) {
   std::lock_guard lock(mu_);
   webhooks_ = std::move(handler);

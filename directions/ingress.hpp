@@ -59,11 +59,6 @@ class Ingress : public std::enable_shared_from_this<Ingress> {
               OnFinished on_finished = {},
               std::optional<bridge::Principal> principal = std::nullopt);
 
-  // Whether sessions need their principal's OAuth access token (Principal::access_token): true
-  // when mqtt.session_credentials is "token", where it is the MQTT password. The HTTP ingress
-  // keeps the token only then (http::Backend::wants_access_token). Any thread.
-  bool wants_access_token() const;
-
   // SEP-1803 webhooks served by the bridge (events.webhooks): for sessions with a principal to
   // servers with in-band events (resources.subscribe) that do not advertise "webhook"
   // themselves, the initialize result gains "webhook" in resources.subscription, and

@@ -77,11 +77,6 @@ class Backend {
   // Whether modern requests are served (ingress.modern.enabled); otherwise they get the 2025
   // handling as before. (any thread)
   virtual bool serves_modern() { return false; }
-  // Whether the principals handed to attach_session() and handle_modern() must carry the OAuth
-  // access token they were authorized with (bridge::Principal::access_token: the MQTT password
-  // of their sessions when mqtt.session_credentials is "token"). When false the HTTP server
-  // leaves it null: the token is kept nowhere it is not needed. (any thread)
-  virtual bool wants_access_token() { return false; }
   // A modern request, admitted or not (the backend checks its envelope and headers). Called on
   // the connection's strand.
   virtual void handle_modern(ModernRequest request, std::shared_ptr<ModernReply> reply) {

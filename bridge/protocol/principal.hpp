@@ -28,8 +28,8 @@ struct Principal {
   bool unrestricted = true;
   std::vector<std::string> server_filters;
   // The access token itself: the single place it is kept, and only when the ingress asks for it
-  // (http::Backend::wants_access_token(), true when mqtt.session_credentials is "token": the MQTT
-  // password of the principal's sessions). Null otherwise. A secret: never logged, never in
+  // (http::OAuthOptions::keep_access_token, set when mqtt.session_credentials is "token": the
+  // MQTT password of the principal's sessions). Null otherwise. A secret: never logged, never in
   // MCP-META, requestState or a pool key.
   std::shared_ptr<const std::string> access_token;
   std::int64_t expires_at = 0;  // OAuth: exp; 0 otherwise
