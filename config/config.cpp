@@ -112,7 +112,7 @@ std::vector<std::string> key_paths() {
   const std::string skeleton =
       R"({"mqtt": {"tls": {}}, "http": {"limits": {}, "oauth": {}}, "ingress": {"modern": {}}, "egress": {},)"
       R"( "events": {"webhooks": {}}, "log": {}, "daemon": {}, "timeouts": {},)"
-      R"( "mcpServers": {"NAME": {"command": "x"}}})";
+      R"( "mcpServers": {"NAME": {"command": "x", "oauth": {}}}})";
   std::vector<std::string> keys;
   detail::key_recorder = &keys;
   parse(skeleton, "key_paths");

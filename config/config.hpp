@@ -192,6 +192,24 @@ enum class ServerProtocol {
   modern,     // "modern": 2026-07-28 only, never initialize
 };
 
+// A Streamable HTTP server's access token by the OAuth 2.1 client credentials grant (RFC 6749
+// §4.4): the token endpoint from the issuer's metadata (RFC 8414, then OpenID discovery), the
+// bridge authenticated as a confidential client, `resource` naming the upstream (RFC 8707 §2).
+struct UpstreamOAuthConfig {
+  std::string issuer;  // empty: none (only the configured headers)
+  std::string client_id;
+  std::string client_secret_file;
+  std::string client_secret;        // resolved from client_secret_file; never logged
+  std::string scope;                // space-separated; empty: none asked for
+  std::string resource;             // empty: the entry's url
+  bool client_secret_post = false;  // auth_method "client_secret_post"; else HTTP Basic
+  std::string ca_file;              // for an https issuer with a private CA
+  bool tls_verify = true;
+
+  bool enabled() const { return !issuer.empty(); }
+  bool operator==(const UpstreamOAuthConfig&) const = default;
+};
+
 struct ServerEntry {
   std::string name;  // the MQTT server-name (the key under mcpServers)
   std::string description;
@@ -205,6 +223,7 @@ struct ServerEntry {
   std::string url;
   std::map<std::string, std::string> headers;  // ${VAR} already expanded; values never logged
   bool tls_verify = true;
+  UpstreamOAuthConfig oauth;
   // Sessions served at once; 0 until resolved from the egress default of the entry's kind.
   std::size_t max_sessions = 0;
   // stdio: the resident memory (RSS) of all its children together, in MiB; 0 for no bound.

@@ -219,6 +219,32 @@ void read_server(const std::string& name, const Value& v, const std::string& pat
     }
   }
   r.boolean("tls_verify", s.tls_verify);
+  if (const Value* o = r.object("oauth")) {
+    ObjectReader orr(*o, r.path_of("oauth"), problems);
+    auto& O = s.oauth;
+    orr.string("issuer", O.issuer, false);
+    orr.string("client_id", O.client_id, false);
+    orr.string("client_secret_file", O.client_secret_file, false);
+    orr.string("scope", O.scope);
+    orr.string("resource", O.resource, false);
+    std::string method;
+    if (orr.string("auth_method", method)) {
+      if (method == "client_secret_post")
+        O.client_secret_post = true;
+      else if (method != "client_secret_basic")
+        orr.problem("auth_method",
+                    "expected \"client_secret_basic\" (HTTP Basic, RFC 6749 §2.3.1) or "
+                    "\"client_secret_post\", found \"" +
+                        method + "\"");
+    }
+    orr.string("ca_file", O.ca_file, false);
+    orr.boolean("tls_verify", O.tls_verify);
+    orr.finish();
+    if (O.issuer.empty()) orr.problem("issuer", "is required (the authorization server)");
+    if (O.client_id.empty()) orr.problem("client_id", "is required");
+    if (O.client_secret_file.empty())
+      orr.problem("client_secret_file", "is required (a file holding the client secret)");
+  }
   r.integer("max_sessions", s.max_sessions, 1, 100000);
   const bool memory_set = r.integer("max_memory_mb", s.max_memory_mb, 0, 1 << 24);
   std::string protocol;
@@ -279,6 +305,19 @@ void read_server(const std::string& name, const Value& v, const std::string& pat
     if (!s.args.empty()) r.problem("args", "only applies to \"command\" servers");
   } else {
     if (!s.headers.empty()) r.problem("headers", "only applies to \"url\" servers");
+    if (s.oauth.enabled()) r.problem("oauth", "only applies to \"url\" servers");
+  }
+  if (s.oauth.enabled()) {
+    const auto is_authorization = [](const std::string& k) {
+      static constexpr std::string_view kName = "authorization";
+      return k.size() == kName.size() &&
+             std::equal(k.begin(), k.end(), kName.begin(), [](char a, char b) {
+               return std::tolower(static_cast<unsigned char>(a)) == b;
+             });
+    };
+    for (const auto& [k, val] : s.headers)
+      if (is_authorization(k))
+        r.problem("headers", "sets Authorization, which \"oauth\" sets; use one or the other");
   }
   if (has_url && memory_set && s.max_memory_mb)
     r.problem("max_memory_mb", "only applies to \"command\" servers (the children's memory)");

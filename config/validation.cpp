@@ -9,6 +9,7 @@
 
 #include "bridge/protocol/topics.hpp"
 #include "common/errno_text.hpp"
+#include "config/object_reader.hpp"
 #include "config/sections.hpp"
 
 namespace mcpmqtt::config::detail {
@@ -92,6 +93,41 @@ void validate_oauth(Config& cfg, std::vector<Problem>& problems) {
                                         "HMAC: the bridge holds public keys only)"});
 }
 
+// mcpServers.NAME.oauth: the client credentials grant of a protected upstream.
+void validate_upstream_oauth(Config& cfg, std::vector<Problem>& problems) {
+  for (auto& server : cfg.servers) {
+    auto& o = server.oauth;
+    if (!o.enabled() || !server.is_http()) continue;
+    const std::string path = child_path(child_path("mcpServers", server.name), "oauth");
+    std::string scheme, host;
+    if (auto why = check_http_url(o.issuer, true, &scheme, &host); !why.empty()) {
+      problems.push_back({path + ".issuer", why});
+    } else if (scheme == "http" && !loopback_host(host)) {
+      // OAuth 2.1 §1.5: the client secret and the tokens travel only over TLS.
+      problems.push_back({path + ".issuer",
+                          "must be https:// (http:// only on a loopback address, for tests and "
+                          "local development)"});
+    }
+    // RFC 8707 §2: the resource is an absolute URI without a fragment; by default the upstream.
+    if (o.resource.empty()) o.resource = server.url;
+    if (o.resource.find('#') != std::string::npos ||
+        !(o.resource.starts_with("http://") || o.resource.starts_with("https://"))) {
+      problems.push_back({path + ".resource",
+                          "expected an absolute http(s) URL without a fragment (RFC 8707 §2)"});
+    }
+  }
+  if (cfg.mqtt.session_credentials != SessionCredentials::shared &&
+      (!cfg.http.enabled || !cfg.http.oauth.enabled())) {
+    // Only a session of an OAuth principal has a subject (and a token) to present.
+    problems.push_back(
+        {"mqtt.session_credentials",
+         std::string("\"") +
+             (cfg.mqtt.session_credentials == SessionCredentials::token ? "token" : "principal") +
+             "\" presents each HTTP session's OAuth subject, which needs http.oauth.issuer (and "
+             "the HTTP ingress on); without it every session would use the shared credentials"});
+  }
+}
+
 void validate(Config& cfg, std::vector<Problem>& problems) {
   std::string why;
   if (!parse_broker_url(cfg.mqtt.url, cfg.mqtt, why)) problems.push_back({"mqtt.url", why});
@@ -113,6 +149,7 @@ void validate(Config& cfg, std::vector<Problem>& problems) {
     problems.push_back({"http.listen", why});
   }
   validate_oauth(cfg, problems);
+  validate_upstream_oauth(cfg, problems);
   if (!is_log_level(cfg.log.level)) {
     problems.push_back(
         {"log.level", "expected one of trace, debug, info, warn, error, critical, off; found \"" +
@@ -145,6 +182,17 @@ void resolve_secrets(Config& cfg, std::vector<Problem>& problems, GetEnv getenv_
                               " bytes; an HMAC key of at least 32 is needed (for example the "
                               "output of `head -c 48 /dev/urandom | base64`)"});
       m.state_secret.clear();
+    }
+  }
+  for (auto& server : cfg.servers) {
+    auto& o = server.oauth;
+    if (!o.enabled() || o.client_secret_file.empty()) continue;
+    const std::string key =
+        child_path(child_path("mcpServers", server.name), "oauth") + ".client_secret_file";
+    if (!read_secret_file(o.client_secret_file, o.client_secret, why)) {
+      problems.push_back({key, why});
+    } else if (o.client_secret.empty()) {
+      problems.push_back({key, "is empty"});
     }
   }
   if (!cfg.http.bearer_tokens_file.empty()) {

@@ -223,13 +223,21 @@ void Daemon::start_server(const config::ServerEntry& entry) {
     upstream = child_upstream(entry, cfg_.egress, children_);
     o.over_budget = directions::memory_budget(entry, children_);
   } else {
-    auto made = http_upstream(entry, cfg_.timeouts, o.tool_headers);
-    if (!made) {
-      log::daemon()->error("[server {}] cannot be published: {}", entry.name, made.error());
-      unpublished_[entry.name] = made.error();
+    std::string problem;
+    auto bearer = directions::upstream_bearer(entry, ioc_.get_executor());
+    if (!bearer) {
+      problem = bearer.error();
+    } else if (auto made = http_upstream(entry, cfg_.timeouts, o.tool_headers, *bearer)) {
+      upstream = std::move(*made);
+      o.bearer = std::move(*bearer);
+    } else {
+      problem = made.error();
+    }
+    if (!problem.empty()) {
+      log::daemon()->error("[server {}] cannot be published: {}", entry.name, problem);
+      unpublished_[entry.name] = problem;
       return;
     }
-    upstream = std::move(*made);
   }
   auto server = ExposedServer::create(ioc_, o, std::move(upstream));
   server->start();

@@ -10,6 +10,7 @@
 #include "common/log.hpp"
 #include "directions/options.hpp"
 #include "http/client_channel.hpp"
+#include "http/oauth_client_credentials.hpp"
 #include "mqtt/client_session.hpp"
 #include "stdio/child_channel.hpp"
 
@@ -125,10 +126,12 @@ std::function<std::string()> memory_budget(const config::ServerEntry& entry,
 
 Expected<UpstreamFactory, std::string> http_upstream(
     const config::ServerEntry& entry, const config::Timeouts& timeouts,
-    std::shared_ptr<const modern::ToolHeaders> tool_headers) {
+    std::shared_ptr<const modern::ToolHeaders> tool_headers,
+    std::shared_ptr<http::BearerSource> bearer) {
   auto spec = upstream_spec(entry);
   if (!spec) return unexpected(spec.error());
   spec->tool_headers = std::move(tool_headers);
+  spec->bearer = std::move(bearer);
   // The splice's per-method timeouts answer first; the HTTP client's own bounds only stop a
   // response that outlives every one of them.
   int longest = timeouts.default_ms;
@@ -145,6 +148,25 @@ Expected<UpstreamFactory, std::string> http_upstream(
         return std::shared_ptr<bridge::Channel>(
             http::ClientChannel::create(std::move(strand), std::move(s)));
       });
+}
+
+Expected<std::shared_ptr<http::BearerSource>, std::string> upstream_bearer(
+    const config::ServerEntry& entry, boost::asio::any_io_executor executor) {
+  if (!entry.is_http() || !entry.oauth.enabled()) return std::shared_ptr<http::BearerSource>();
+  const auto& c = entry.oauth;
+  http::ClientCredentials::Options o;
+  o.server.issuer = c.issuer;
+  o.server.tls_verify = c.tls_verify;
+  o.server.ca_file = c.ca_file;
+  o.client_id = c.client_id;
+  o.client_secret = c.client_secret;
+  o.scope = c.scope;
+  o.resource = c.resource.empty() ? entry.url : c.resource;
+  o.auth_method = c.client_secret_post ? http::ClientCredentials::AuthMethod::client_secret_post
+                                       : http::ClientCredentials::AuthMethod::client_secret_basic;
+  auto made = http::ClientCredentials::create(std::move(executor), std::move(o));
+  if (!made) return unexpected("mcpServers.\"" + entry.name + "\".oauth: " + made.error());
+  return std::shared_ptr<http::BearerSource>(std::move(*made));
 }
 
 std::shared_ptr<ExposedServer> ExposedServer::create(boost::asio::io_context& ioc, Options options,
@@ -330,6 +352,7 @@ void ExposedServer::check_liveness() {
 
 void ExposedServer::stop(std::chrono::milliseconds timeout, std::function<void()> done) {
   auto self = shared_from_this();
+  if (options_.bearer) options_.bearer->stop();
   boost::asio::post(strand_, [self, timeout, done] {
     if (!self->endpoint_) {
       if (done) done();

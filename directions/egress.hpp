@@ -30,6 +30,7 @@
 #include "common/error.hpp"
 #include "config/config.hpp"
 #include "directions/asio_scheduler.hpp"
+#include "http/client_channel.hpp"
 #include "mqtt/server_endpoint.hpp"
 #include "stdio/child_channel.hpp"
 
@@ -56,6 +57,8 @@ class ExposedServer : public std::enable_shared_from_this<ExposedServer> {
     // What the sessions learn of the server's x-mcp-header annotations; shared with the HTTP
     // upstream factory (http_upstream), which sends the headers.
     std::shared_ptr<modern::ToolHeaders> tool_headers = std::make_shared<modern::ToolHeaders>();
+    // A `url` entry's access tokens (upstream_bearer), stopped with the server; null for none.
+    std::shared_ptr<http::BearerSource> bearer;
   };
 
   // `upstream` is chosen by the caller from the entry (command or url).
@@ -128,9 +131,16 @@ std::function<std::string()> memory_budget(const config::ServerEntry& entry,
 // Fails (with a message naming the key) when the URL or headers cannot be used.
 // `tool_headers`: the annotations the sessions learn (the ExposedServer's), for the
 // Mcp-Param-{Name} headers of 2026-07-28 tools/call requests.
+// `bearer`: the entry's access tokens (upstream_bearer), null for none.
 Expected<UpstreamFactory, std::string> http_upstream(
     const config::ServerEntry& entry, const config::Timeouts& timeouts,
-    std::shared_ptr<const modern::ToolHeaders> tool_headers = nullptr);
+    std::shared_ptr<const modern::ToolHeaders> tool_headers = nullptr,
+    std::shared_ptr<http::BearerSource> bearer = nullptr);
+// The access tokens of a `url` entry with "oauth" (the client credentials grant, shared by its
+// sessions); null without one. Fails with a message naming the key when the settings cannot be
+// used. The owner stops it when the server goes offline.
+Expected<std::shared_ptr<http::BearerSource>, std::string> upstream_bearer(
+    const config::ServerEntry& entry, boost::asio::any_io_executor executor);
 
 // The presence's params.meta of a published server (004 §Service Registration): the entry's
 // own "meta", and under kUpstreamMetaKey what the bridge speaks to the upstream —

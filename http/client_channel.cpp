@@ -219,6 +219,7 @@ void ClientChannelImpl::start_post(Message m) {
 }
 
 void ClientChannelImpl::start_exchange(const ExchangePtr& ex) {
+  if (spec_.bearer && ex->bearer.empty()) return authorize(ex);
   if (auto conn = pool_.take()) {
     ex->conn = std::move(conn);
     do_write(ex);
@@ -226,6 +227,65 @@ void ClientChannelImpl::start_exchange(const ExchangePtr& ex) {
   }
   ex->conn = std::make_shared<ClientConnection>(executor_, spec_.url, tls_, spec_.tls_verify);
   do_connect(ex);
+}
+
+void ClientChannelImpl::authorize(const ExchangePtr& ex) {
+  // Usually the cached token, answered at once on the source's strand; back to ours to send.
+  spec_.bearer->bearer(
+      [self = shared_from_this(), ex](const Expected<std::string, std::string>& r) {
+        net::post(self->executor_, [self, ex, r] {
+          if (ex->done) return;
+          if (!r) return self->on_no_token(ex, r.error());
+          if (r->empty())
+            return self->on_no_token(ex, "the authorization server gave an empty token");
+          ex->bearer = *r;
+          self->last_bearer_ = *r;
+          ex->request.set(beast_http::field::authorization, "Bearer " + *r);
+          self->start_exchange(ex);
+        });
+      });
+}
+
+void ClientChannelImpl::on_no_token(const ExchangePtr& ex, const std::string& reason) {
+  const std::string message = upstream() + " needs an access token, and " +
+                              spec_.bearer->describe() + " has none: " + reason;
+  if (ex->kind == Exchange::Kind::listen) {
+    log_->log(listen_failures_ == 0 ? spdlog::level::warn : spdlog::level::debug,
+              "{} GET stream: {}; retrying", label_, message);
+    return on_listen_end(ex, true);
+  }
+  fail_exchange(ex, message);
+}
+
+void ClientChannelImpl::fail_exchange(const ExchangePtr& ex, const std::string& message) {
+  if (is_initialize(ex)) {
+    return fail_session(CloseReason::Kind::error, message, jsonrpc::code::internal_error, message,
+                        false);
+  }
+  if (ex->request_id) {
+    fail_request(ex, jsonrpc::code::internal_error, message);
+  } else {
+    log_->warn("{} could not deliver {}: {}", label_,
+               ex->method.empty() ? std::string("a response") : quoted_method(ex), message);
+  }
+  finish(ex);
+}
+
+bool ClientChannelImpl::renew_bearer(const ExchangePtr& ex) {
+  // RFC 6750 §3.1 invalid_token: the upstream no longer takes the token (revoked, its keys
+  // rotated, expired before we thought): the request goes once more, with another.
+  if (!spec_.bearer || ex->bearer.empty() || ex->bearer_renewed) return false;
+  log_->info("{} the access token was refused (HTTP 401) for {}; sending it again with another",
+             label_, ex->method.empty() ? std::string("the GET stream") : quoted_method(ex));
+  ex->conn->close();
+  ex->conn.reset();
+  spec_.bearer->refused(ex->bearer);
+  ex->bearer.clear();
+  ex->bearer_renewed = true;
+  ex->status = 0;
+  ex->content_type.clear();
+  start_exchange(ex);
+  return true;
 }
 
 void ClientChannelImpl::do_connect(const ExchangePtr& ex) {

@@ -27,6 +27,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -40,6 +41,25 @@
 #include "http/client_url.hpp"
 
 namespace mcpmqtt::http {
+
+// Where the access token of a protected upstream comes from (ClientCredentials: the OAuth client
+// credentials grant), for `Authorization: Bearer` on every request of its sessions.
+// Thread-safe; shared by the sessions with one upstream.
+class BearerSource {
+ public:
+  virtual ~BearerSource() = default;
+  // The token, or a sentence saying why there is none (naming the authorization server). `done`
+  // may run on any thread, and at once.
+  using Done = std::function<void(const Expected<std::string, std::string>&)>;
+  virtual void bearer(Done done) = 0;
+  // The upstream answered 401 to `token` (RFC 6750 §3.1 invalid_token): if it is still the one
+  // in use, the next bearer() gets another.
+  virtual void refused(const std::string& token) = 0;
+  // "OAuth client \"ID\" of ISSUER": for messages, never a secret.
+  virtual std::string describe() const = 0;
+  // Ends a token request under way (its waiters get an error).
+  virtual void stop() = 0;
+};
 
 // What an upstream session connects to and the bounds it keeps.
 struct UpstreamSpec {
@@ -77,6 +97,9 @@ struct UpstreamSpec {
   // 2026-07-28 tools/call: the Mcp-Param-{Name} headers of the tool's x-mcp-header annotations
   // (SEP-2243), as the owner learnt them from tools/list; null: none sent.
   std::shared_ptr<const modern::ToolHeaders> tool_headers;
+  // A protected upstream's access token (sent as Authorization: Bearer, fetched again once
+  // after a 401); null: only the configured headers.
+  std::shared_ptr<BearerSource> bearer;
 };
 
 // Builds the spec of a Streamable HTTP server named `name` at `url`, sent `headers` on every

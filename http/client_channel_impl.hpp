@@ -70,6 +70,8 @@ class ClientChannelImpl final : public ClientChannel,
     ClientRequest request;
     std::shared_ptr<ClientConnection> conn;
     bool retried = false;
+    std::string bearer;           // the access token it carries (a secret), with spec_.bearer
+    bool bearer_renewed = false;  // sent again with another token after a 401
     bool modern = false;  // a 2026-07-28 message: no session, per-request headers, no resuming
 
     unsigned status = 0;
@@ -106,6 +108,9 @@ class ClientChannelImpl final : public ClientChannel,
   void pump();
   void start_post(jsonrpc::Message m);
   void start_exchange(const ExchangePtr& ex);
+  void authorize(const ExchangePtr& ex);
+  void on_no_token(const ExchangePtr& ex, const std::string& reason);
+  bool renew_bearer(const ExchangePtr& ex);
   void do_connect(const ExchangePtr& ex);
   void do_write(const ExchangePtr& ex);
   void do_read_header(const ExchangePtr& ex);
@@ -124,6 +129,9 @@ class ClientChannelImpl final : public ClientChannel,
   void on_initialize_refused(jsonrpc::Message m);
   void on_stream_end(const ExchangePtr& ex);
   void fail_request(const ExchangePtr& ex, int code, const std::string& message);
+  // What the upstream cannot answer: initialize ends the session (-32603), a request gets
+  // -32603, a posted notification or response is logged as lost.
+  void fail_exchange(const ExchangePtr& ex, const std::string& message);
   void finish(ExchangePtr ex);  // by value: `ex` may be the set element it erases
   void release_barrier(const ExchangePtr& ex);
   void abandon_request(const jsonrpc::Id& id, std::uint64_t seq);
@@ -151,6 +159,7 @@ class ClientChannelImpl final : public ClientChannel,
 
   std::string session_id_;
   std::string protocol_version_;
+  std::string last_bearer_;  // the access token last obtained, for DELETE (a secret)
   std::optional<std::uint64_t> init_seq_;
 
   std::uint64_t next_seq_ = 1;

@@ -19,6 +19,7 @@ void ClientChannelImpl::on_header(const ExchangePtr& ex) {
   const auto& h = ex->conn->header();
   ex->status = h.result_int();
   ex->content_type = std::string(h[beast_http::field::content_type]);
+  if (ex->status == 401 && renew_bearer(ex)) return;
   if (ex->kind == Exchange::Kind::post && !ex->request_id) release_barrier(ex);
 
   // 002 §Session Management: 404 to a request carrying the session id ends the session.
@@ -286,8 +287,14 @@ void ClientChannelImpl::on_http_error(const ExchangePtr& ex) {
   }
   std::string excerpt = describe_error_body(ex->content_type, ex->text);
   if (ex->status == 401 || ex->status == 403) {
-    excerpt += std::string(excerpt.empty() ? "" : " ") +
-               "(check the credentials in the headers configured for this server)";
+    std::string hint = "check the credentials in the headers configured for this server";
+    if (spec_.bearer && ex->status == 401) {
+      hint = "a fresh access token of " + spec_.bearer->describe() + " was refused too";
+    } else if (spec_.bearer) {
+      hint = "the access token of " + spec_.bearer->describe() +
+             " does not grant this: check the scope configured for it";
+    }
+    excerpt += std::string(excerpt.empty() ? "" : " ") + "(" + hint + ")";
   }
   if (ex->kind == Exchange::Kind::resume) {
     fail_request(ex, jsonrpc::code::connection_closed,
@@ -295,19 +302,7 @@ void ClientChannelImpl::on_http_error(const ExchangePtr& ex) {
                      "; resuming it was refused with " + status);
     return finish(ex);
   }
-  const std::string message =
-      upstream() + " answered " + status + (excerpt.empty() ? "" : ": " + excerpt);
-  if (is_initialize(ex)) {
-    return fail_session(CloseReason::Kind::error, message, jsonrpc::code::internal_error, message,
-                        false);
-  }
-  if (ex->request_id) {
-    fail_request(ex, jsonrpc::code::internal_error, message);
-  } else {
-    log_->warn("{} could not deliver {}: {}", label_,
-               ex->method.empty() ? std::string("a response") : quoted_method(ex), message);
-  }
-  finish(ex);
+  fail_exchange(ex, upstream() + " answered " + status + (excerpt.empty() ? "" : ": " + excerpt));
 }
 
 void ClientChannelImpl::on_stream_end(const ExchangePtr& ex) {

@@ -172,6 +172,8 @@ void ClientChannelImpl::do_delete() {
     if (auto c = weak.lock(); c && !ec) c->close();  // best effort, bounded
   });
   auto request = build_delete(context());
+  if (!last_bearer_.empty())
+    request.set(boost::beast::http::field::authorization, "Bearer " + last_bearer_);
   const auto timeout = spec_.delete_timeout;
   auto self = shared_from_this();
   auto report = [self, weak, timer](const std::string& what) {

@@ -73,6 +73,29 @@ void ClientCredentials::invalidate() {
   });
 }
 
+void ClientCredentials::bearer(BearerSource::Done done) {
+  token([done = std::move(done)](const Expected<std::string, Error>& r) {
+    if (r) return done(*r);
+    done(unexpected(r.error().reason));
+  });
+}
+
+void ClientCredentials::refused(const std::string& token) {
+  net::post(strand_, [self = shared_from_this(), token] {
+    if (token != self->token_) return;
+    log::http()->info("[oauth {}] the access token for {} was refused; requesting another",
+                      self->options_.server.issuer, self->options_.resource);
+    self->token_.clear();
+    self->refresh_at_ = {};
+    self->expires_ = {};
+  });
+}
+
+std::string ClientCredentials::describe() const {
+  return "OAuth client \"" + sanitize_excerpt(options_.client_id, 80) + "\" of " +
+         options_.server.issuer;
+}
+
 void ClientCredentials::stop() {
   net::post(strand_, [self = shared_from_this()] {
     if (self->stopped_) return;

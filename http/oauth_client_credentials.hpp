@@ -22,13 +22,15 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include "common/expected.hpp"
+#include "http/client_channel.hpp"
 #include "http/client_fetch.hpp"
 #include "http/oauth_discovery.hpp"
 #include "http/oauth_documents.hpp"
 
 namespace mcpmqtt::http {
 
-class ClientCredentials : public std::enable_shared_from_this<ClientCredentials> {
+class ClientCredentials final : public BearerSource,
+                                public std::enable_shared_from_this<ClientCredentials> {
  public:
   enum class AuthMethod {
     client_secret_basic,  // Authorization: Basic (RFC 6749 §2.3.1), the default
@@ -66,7 +68,13 @@ class ClientCredentials : public std::enable_shared_from_this<ClientCredentials>
   // The upstream refused the cached token (401): the next token() asks for a new one.
   void invalidate();
   // Ends a request under way; every pending token() is answered with an error.
-  void stop();
+  void stop() override;
+
+  // BearerSource, for the HTTP egress: token() with the error's reason; invalidate() only when
+  // `token` is still the cached one (a 401 to an older token, answered late, keeps a new one).
+  void bearer(BearerSource::Done done) override;
+  void refused(const std::string& token) override;
+  std::string describe() const override;
 
   // The authorization server's metadata, once discovered; null before.
   std::shared_ptr<const oauth::AuthServerMetadata> metadata() const;

@@ -380,19 +380,114 @@ TEST_CASE("mqtt.client chooses the MQTT engine, and MCPMQTT_MQTT_CLIENT override
 
 TEST_CASE("mqtt.session_credentials: shared by default, token or principal, nothing else",
           "[config]") {
+  const auto with = [](const std::string& mode) {
+    return R"({"http": {"oauth": {"issuer": "https://auth.example.com"}}, "mqtt": {)"
+           R"("session_credentials": ")" +
+           mode + R"("}})";
+  };
   CHECK(good("{}").mqtt.session_credentials == SessionCredentials::shared);
-  CHECK(good(R"({"mqtt": {"session_credentials": "token"}})").mqtt.session_credentials ==
-        SessionCredentials::token);
-  CHECK(good(R"({"mqtt": {"session_credentials": "principal"}})").mqtt.session_credentials ==
-        SessionCredentials::principal);
+  CHECK(good(with("token")).mqtt.session_credentials == SessionCredentials::token);
+  CHECK(good(with("principal")).mqtt.session_credentials == SessionCredentials::principal);
+  CHECK(good(with("shared")).mqtt.session_credentials == SessionCredentials::shared);
   CHECK(good(R"({"mqtt": {"session_credentials": "shared"}})").mqtt.session_credentials ==
         SessionCredentials::shared);
   auto p = only_problem(R"({"mqtt": {"session_credentials": "jwt"}})");
   CHECK(p.path == "mqtt.session_credentials");
   CHECK(p.message == R"(expected "shared", "token" or "principal", found "jwt")");
-  CHECK(good(R"({"mqtt": {"session_credentials": "token"}})")
-            .summary()
-            .find("sessions as their OAuth subject and token") != std::string::npos);
+  CHECK(good(with("token")).summary().find("sessions as their OAuth subject and token") !=
+        std::string::npos);
+}
+
+TEST_CASE(
+    "mqtt.session_credentials token or principal without http.oauth is refused: no session "
+    "would have a subject to present",
+    "[config]") {
+  for (const std::string mode : {"token", "principal"}) {
+    auto p = only_problem(R"({"mqtt": {"session_credentials": ")" + mode + R"("}})");
+    CHECK(p.path == "mqtt.session_credentials");
+    CHECK(p.message.find("needs http.oauth.issuer") != std::string::npos);
+    p = only_problem(
+        R"({"mqtt": {"session_credentials": ")" + mode +
+        R"("}, "http": {"enabled": false, "oauth": {"issuer": "https://a.example"}}})");
+    CHECK(p.path == "mqtt.session_credentials");
+  }
+}
+
+TEST_CASE(
+    "mcpServers url entries get their access token by OAuth client credentials (RFC 6749 §4.4): "
+    "the resource defaults to the url, the secret comes from a file",
+    "[config]") {
+  mcpmqtt::test::TempDir dir;
+  const auto secret = dir.write("secret", "s3cret\n");
+  const auto c = good(R"({"mcpServers": {"w/x": {"url": "https://w.example/mcp", "oauth": {)"
+                      R"("issuer": "https://auth.example.com", "client_id": "bridge", )"
+                      R"("client_secret_file": ")" +
+                      secret + R"(", "scope": "mcp:tools mcp:read"}}}})");
+  const auto& o = c.servers.at(0).oauth;
+  CHECK(o.enabled());
+  CHECK(o.issuer == "https://auth.example.com");
+  CHECK(o.client_id == "bridge");
+  CHECK(o.client_secret == "s3cret");
+  CHECK(o.scope == "mcp:tools mcp:read");
+  CHECK(o.resource == "https://w.example/mcp");
+  CHECK_FALSE(o.client_secret_post);
+  CHECK(o.tls_verify);
+
+  const auto d =
+      good(R"({"mcpServers": {"w/x": {"url": "http://127.0.0.1:9/mcp", "oauth": {)"
+           R"("issuer": "http://127.0.0.1:8/", "client_id": "b", "client_secret_file": ")" +
+           secret +
+           R"(", "resource": "http://127.0.0.1:9/", "auth_method": "client_secret_post",)"
+           R"( "tls_verify": false, "ca_file": "/etc/ca.pem"}}}})");
+  CHECK(d.servers.at(0).oauth.resource == "http://127.0.0.1:9/");
+  CHECK(d.servers.at(0).oauth.client_secret_post);
+  CHECK_FALSE(d.servers.at(0).oauth.tls_verify);
+  CHECK(d.servers.at(0).oauth.ca_file == "/etc/ca.pem");
+  CHECK(good(R"({"mcpServers": {"w/x": {"url": "https://w.example/mcp"}}})")
+            .servers.at(0)
+            .oauth.enabled() == false);
+}
+
+TEST_CASE("mcpServers oauth: each refusal names its key", "[config]") {
+  mcpmqtt::test::TempDir dir;
+  const auto secret = dir.write("secret", "s3cret");
+  const auto empty = dir.write("empty", "\n");
+  const auto entry = [&](const std::string& oauth_members, const std::string& more = "") {
+    return R"({"mcpServers": {"w/x": {"url": "https://w.example/mcp")" + more + R"(, "oauth": {)" +
+           oauth_members + "}}}}";
+  };
+  const std::string base = R"("issuer": "https://auth.example.com", "client_id": "b", )";
+  const std::string file = R"("client_secret_file": ")" + secret + R"(")";
+  struct Case {
+    std::string text, path, message;
+  };
+  const std::vector<Case> cases{
+      {entry(R"("client_id": "b", )" + file), R"(mcpServers."w/x".oauth.issuer)", "is required"},
+      {entry(R"("issuer": "https://a.example", )" + file), R"(mcpServers."w/x".oauth.client_id)",
+       "is required"},
+      {entry(R"("issuer": "https://a.example", "client_id": "b")"),
+       R"(mcpServers."w/x".oauth.client_secret_file)", "is required"},
+      {entry(base + R"("client_secret_file": "/nonexistent/secret")"),
+       R"(mcpServers."w/x".oauth.client_secret_file)", "cannot read /nonexistent/secret"},
+      {entry(base + R"("client_secret_file": ")" + empty + R"(")"),
+       R"(mcpServers."w/x".oauth.client_secret_file)", "is empty"},
+      {entry(R"("issuer": "http://auth.example.com", "client_id": "b", )" + file),
+       R"(mcpServers."w/x".oauth.issuer)", "must be https://"},
+      {entry(base + file + R"(, "auth_method": "private_key_jwt")"),
+       R"(mcpServers."w/x".oauth.auth_method)", "expected \"client_secret_basic\""},
+      {entry(base + file + R"(, "resource": "https://w.example/mcp#x")"),
+       R"(mcpServers."w/x".oauth.resource)", "without a fragment"},
+      {entry(base + file, R"(, "headers": {"authorization": "Bearer x"})"),
+       R"(mcpServers."w/x".headers)", "sets Authorization"},
+      {R"({"mcpServers": {"w/x": {"command": "x", "oauth": {)" + base + file + "}}}}",
+       R"(mcpServers."w/x".oauth)", R"(only applies to "url" servers)"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.text);
+    auto p = only_problem(c.text);
+    CHECK(p.path == c.path);
+    CHECK(p.message.find(c.message) != std::string::npos);
+  }
 }
 
 TEST_CASE("secrets come from files and the environment", "[config]") {

@@ -9,7 +9,9 @@
 #include "tests/support/ingress_bridge.hpp"
 #include "tests/support/mosquitto.hpp"
 #include "tests/support/mqtt_mcp_client.hpp"
+#include "tests/support/oauth_server.hpp"
 #include "tests/support/process.hpp"
+#include "tests/support/temp_dir.hpp"
 #include "tests/support/wait.hpp"
 
 using namespace mcpmqtt::test;
@@ -17,78 +19,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const std::string kScript = MCPMQTT_SOURCE_DIR "/tests/node/oauth-server.mjs";
 const std::string kClient = MCPMQTT_SOURCE_DIR "/tests/node/sdk-oauth-client.mjs";
-
-// oidc-provider on 127.0.0.1 (the client svc:secret, and svc2:secret2, for client credentials).
-struct AuthServer {
-  std::unique_ptr<Process> proc;
-  std::string issuer;
-  std::uint16_t port = 0;
-  explicit AuthServer(std::vector<std::string> extra = {}) {
-    std::vector<std::string> argv{
-        node_binary(), kScript,      "--scopes", "mcp:all mcp:demo", "--account",     "alice",
-        "--client",    "svc:secret", "--client", "svc2:secret2",     "--ignore-stdin"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    proc = Process::start(Process::piped(argv));
-    auto line = proc->read_line(60s);
-    REQUIRE(line);
-    issuer = json_at(*line, "issuer").value_or("");
-    REQUIRE(!issuer.empty());
-    port = static_cast<std::uint16_t>(std::stoi(*json_at(*line, "port")));
-  }
-  // RFC 6749 §4.4 with RFC 8707's resource: an access token for `resource` with `scope`.
-  std::string token(const std::string& resource, const std::string& scope,
-                    const std::string& client = "svc:secret") {
-    RawClient c({boost::asio::ip::make_address("127.0.0.1"), port});
-    const auto r = c.request(bhttp::verb::post, "/token",
-                             {{"Host", "127.0.0.1:" + std::to_string(port)},
-                              {"Content-Type", "application/x-www-form-urlencoded"},
-                              {"Authorization", "Basic " + base64_encode(client)}},
-                             "grant_type=client_credentials&scope=" + url_encode(scope) +
-                                 "&resource=" + url_encode(resource));
-    INFO(r.body);
-    REQUIRE(r.status == 200);
-    auto t = json_at(r.body, "access_token");
-    REQUIRE(t);
-    return *t;
-  }
-  static std::string base64_encode(const std::string& s) {
-    static constexpr char k[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    std::size_t i = 0;
-    for (; i + 2 < s.size(); i += 3) {
-      const unsigned v = (static_cast<unsigned char>(s[i]) << 16) |
-                         (static_cast<unsigned char>(s[i + 1]) << 8) |
-                         static_cast<unsigned char>(s[i + 2]);
-      for (int sh : {18, 12, 6, 0})
-        out.push_back(k[(v >> sh) & 63]);
-    }
-    if (i < s.size()) {
-      unsigned v = static_cast<unsigned char>(s[i]) << 16;
-      if (i + 1 < s.size()) v |= static_cast<unsigned char>(s[i + 1]) << 8;
-      out.push_back(k[(v >> 18) & 63]);
-      out.push_back(k[(v >> 12) & 63]);
-      out.push_back(i + 1 < s.size() ? k[(v >> 6) & 63] : '=');
-      out.push_back('=');
-    }
-    return out;
-  }
-  static std::string url_encode(const std::string& s) {
-    static constexpr char hex[] = "0123456789ABCDEF";
-    std::string out;
-    for (unsigned char c : s) {
-      if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
-        out.push_back(static_cast<char>(c));
-      } else {
-        out.push_back('%');
-        out.push_back(hex[c >> 4]);
-        out.push_back(hex[c & 15]);
-      }
-    }
-    return out;
-  }
-};
 
 std::string servers_of(const std::string& cmd) {
   return R"({"demo/test": {"command": ")" + cmd + R"("}, "other/srv": {"command": ")" + cmd +
@@ -262,4 +193,47 @@ TEST_CASE(
     if (status != 200) std::this_thread::sleep_for(200ms);
   }
   CHECK(status == 200);
+}
+
+TEST_CASE(
+    "HTTP egress to a protected upstream, end to end: mcpServers url with oauth (client "
+    "credentials, RFC 6749 §4.4) publishes another bridge's OAuth-protected /mcp on MQTT; a "
+    "client reaches its tool through both, across token renewals, and never sees a token",
+    "[egress][oauth]") {
+  AuthServer as({"--ttl", "3"});
+  Mosquitto broker;
+  // The protected upstream: a bridge whose HTTP ingress is a resource server of `as`.
+  Bridge upstream(broker, R"({"demo/test": {"command": ")" MCPMQTT_TEST_SERVER R"("}})",
+                  "demo/test", "", oauth_extra(as.issuer));
+  TempDir dir;
+  const auto secret = dir.write("secret", "secret\n");
+  Bridge front(broker,
+               R"({"remote/demo": {"url": ")" + upstream.url() + R"(", "oauth": {"issuer": ")" +
+                   as.issuer + R"(", "client_id": "svc", "client_secret_file": ")" + secret +
+                   R"(", "scope": "mcp:all"}}})",
+               "remote/demo");
+  REQUIRE(front.proc->wait_for_log("[directory] remote/demo online"));
+  auto init = post(front, "/mcp", "");
+  REQUIRE(init.status == 200);
+  const auto session = init.header("mcp-session-id");
+  REQUIRE(!session.empty());
+  // Tokens live 3 s and are renewed a tenth of that before they expire: calls over 5 s see
+  // several, and none fails.
+  for (int i = 0; i < 6; ++i) {
+    auto call = post(front, "/mcp", "", tool_call(10 + i, "echo"), session);
+    INFO(call.body);
+    REQUIRE(call.status == 200);
+    CHECK(call.body.find("hello") != std::string::npos);
+    std::this_thread::sleep_for(1s);
+  }
+  // What the calls crossed is protected: without the bridge's token, 401.
+  CHECK(post(upstream, "/mcp", "").status == 401);
+  const auto log = front.proc->log();
+  std::size_t grants = 0;
+  for (auto at = log.find("access token for " + upstream.url()); at != std::string::npos;
+       at = log.find("access token for " + upstream.url(), at + 1))
+    ++grants;
+  CHECK(grants >= 2);  // renewed at least once while the calls went on
+  CHECK(log.find("secret\n") == std::string::npos);
+  CHECK(log.find("Bearer ey") == std::string::npos);
 }
