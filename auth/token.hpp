@@ -16,15 +16,14 @@
 #include <string_view>
 #include <vector>
 
+#include "common/base64url.hpp"
 #include "common/expected.hpp"
 
 namespace mcpmqtt::auth {
 
-// base64url without padding (RFC 7515 §2); decoding refuses padding, whitespace, characters
-// outside the alphabet, a length of 1 modulo 4 and unused low bits that are not zero (RFC 4648
-// §3.5), so that each byte string has exactly one text.
-std::string base64url_encode(std::string_view bytes);
-std::optional<std::string> base64url_decode(std::string_view text);
+// base64url without padding (RFC 7515 §2), strict (common/base64url.hpp).
+using ::mcpmqtt::base64url_decode;
+using ::mcpmqtt::base64url_encode;
 
 // Signature algorithms of JWS (RFC 7518 §3, RFC 8037 §3.1). There is no `none` and no HMAC: a
 // resource server holds public keys only.

@@ -6,68 +6,14 @@
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 
+#include "common/base64url.hpp"
+
 namespace mcpmqtt::bridge {
 
 namespace {
 
 constexpr std::string_view kPrefix = "v1.";
-constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-int value_of(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '-') return 62;
-  if (c == '_') return 63;
-  return -1;
-}
-
 }  // namespace
-
-std::string base64url(std::string_view in) {
-  std::string out;
-  out.reserve((in.size() + 2) / 3 * 4);
-  std::size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    const unsigned v = (static_cast<unsigned char>(in[i]) << 16) |
-                       (static_cast<unsigned char>(in[i + 1]) << 8) |
-                       static_cast<unsigned char>(in[i + 2]);
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += kAlphabet[(v >> 6) & 63];
-    out += kAlphabet[v & 63];
-  }
-  if (i < in.size()) {
-    unsigned v = static_cast<unsigned char>(in[i]) << 16;
-    const bool two = i + 1 < in.size();
-    if (two) v |= static_cast<unsigned char>(in[i + 1]) << 8;
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    if (two) out += kAlphabet[(v >> 6) & 63];
-  }
-  return out;
-}
-
-std::optional<std::string> unbase64url(std::string_view in) {
-  if (in.size() % 4 == 1) return std::nullopt;
-  std::string out;
-  out.reserve(in.size() / 4 * 3 + 2);
-  unsigned bits = 0;
-  int count = 0;
-  for (char c : in) {
-    const int v = value_of(c);
-    if (v < 0) return std::nullopt;
-    bits = (bits << 6) | static_cast<unsigned>(v);
-    count += 6;
-    if (count >= 8) {
-      count -= 8;
-      out += static_cast<char>((bits >> count) & 0xff);
-    }
-  }
-  // The bits left over must be zero (the canonical encoding).
-  if ((bits & ((1u << count) - 1)) != 0) return std::nullopt;
-  return out;
-}
 
 std::optional<std::string> random_bytes(std::size_t n) {
   std::string out(n, '\0');
@@ -101,8 +47,8 @@ std::string RequestStateCodec::mac(std::string_view signed_part) const {
 
 std::string RequestStateCodec::mint(std::string_view payload) const {
   std::string token(kPrefix);
-  token += base64url(payload);
-  const std::string tag = base64url(mac(token));
+  token += base64url_encode(payload);
+  const std::string tag = base64url_encode(mac(token));
   token += '.';
   token += tag;
   return token;
@@ -113,13 +59,13 @@ std::optional<std::string> RequestStateCodec::open(std::string_view token) const
   const auto dot = token.rfind('.');
   if (dot == std::string_view::npos || dot < kPrefix.size()) return std::nullopt;
   const auto signed_part = token.substr(0, dot);
-  const auto tag = unbase64url(token.substr(dot + 1));
+  const auto tag = base64url_decode(token.substr(dot + 1));
   if (!tag) return std::nullopt;
   const std::string expected = mac(signed_part);
   if (tag->size() != expected.size() ||
       CRYPTO_memcmp(tag->data(), expected.data(), expected.size()) != 0)
     return std::nullopt;
-  return unbase64url(signed_part.substr(kPrefix.size()));
+  return base64url_decode(signed_part.substr(kPrefix.size()));
 }
 
 }  // namespace mcpmqtt::bridge

@@ -35,8 +35,5 @@ class RequestStateCodec {
 std::optional<std::string> random_bytes(std::size_t n);
 // SHA-256 of `data` as 64 lowercase hex characters.
 std::string sha256_hex(std::string_view data);
-// Base64url without padding (RFC 4648 §5), and its strict inverse.
-std::string base64url(std::string_view data);
-std::optional<std::string> unbase64url(std::string_view text);
 
 }  // namespace mcpmqtt::bridge
