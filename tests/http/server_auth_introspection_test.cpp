@@ -33,6 +33,16 @@ class ScriptedIntrospector : public Introspector {
   std::string problem() const override { return problem_text; }
 };
 
+// Keys present (none usable): the readiness problem is then the introspector's.
+class PresentKeys : public KeySource {
+ public:
+  std::shared_ptr<const auth::KeySet> keys() const override {
+    return std::make_shared<const auth::KeySet>();
+  }
+  std::string problem() const override { return {}; }
+  void refresh_for_unknown_kid(std::function<void()> done) override { done(); }
+};
+
 ServerOptions introspecting_options(int cache_max_s = 300) {
   ServerOptions o;
   o.oauth.issuer = kIntrospectedIssuer;
@@ -78,15 +88,25 @@ Checked run_check(const Authenticator& auth, const std::string& token,
   return c;
 }
 
+// An Authenticator for /mcp reaching demo/test, introspecting with `as`.
+struct IntrospectingAuth {
+  explicit IntrospectingAuth(int cache_max_s = 300)
+      : auth(introspecting_options(cache_max_s), "demo/test") {
+    auth.set_introspector(as);
+  }
+  std::shared_ptr<ScriptedIntrospector> as = std::make_shared<ScriptedIntrospector>();
+  Authenticator auth;
+};
+
 }  // namespace
 
 TEST_CASE(
     "RFC 7662 §2.2: an active answer for an opaque token gives the principal a JWT would - "
     "oauth:iss|sub, scopes, server filters - and is remembered: the next request does not ask",
     "[http][oauth][introspection]") {
-  Authenticator auth(introspecting_options(), "demo/test");
-  auto as = std::make_shared<ScriptedIntrospector>();
-  auth.set_introspector(as);
+  IntrospectingAuth f;
+  auto& auth = f.auth;
+  auto& as = f.as;
   as->answer = active_for(kBridgeBase + "/mcp", "mcp:demo");
   auto c = run_check(auth, "opaque-1");
   REQUIRE(c.introspected);
@@ -110,9 +130,9 @@ TEST_CASE(
     "RFC 6750 §3.1: an opaque token the issuer calls inactive is 401 invalid_token, the token "
     "is not active, and the refusal is remembered so a flood does not reach the issuer",
     "[http][oauth][introspection]") {
-  Authenticator auth(introspecting_options(), "demo/test");
-  auto as = std::make_shared<ScriptedIntrospector>();
-  auth.set_introspector(as);
+  IntrospectingAuth f;
+  auto& auth = f.auth;
+  auto& as = f.as;
   auto c = run_check(auth, "revoked");
   CHECK(c.status() == 401);
   CHECK(c.challenge().find("error=\"invalid_token\"") != std::string::npos);
@@ -126,9 +146,9 @@ TEST_CASE(
     "RFC 7662 §2.2 with RFC 8707: an active answer whose aud does not name the route, whose iss "
     "is another, that has no sub or no aud, or that expired is 401 invalid_token",
     "[http][oauth][introspection]") {
-  Authenticator auth(introspecting_options(), "demo/test");
-  auto as = std::make_shared<ScriptedIntrospector>();
-  auth.set_introspector(as);
+  IntrospectingAuth f;
+  auto& auth = f.auth;
+  auto& as = f.as;
   const auto refused = [&](const std::string& token, const std::string& answer,
                            const std::string& detail) {
     as->answer = answer;
@@ -164,9 +184,9 @@ TEST_CASE(
     "RFC 6750 §3.1: an active opaque token whose scopes do not reach the server is 403 "
     "insufficient_scope, naming the scope that would",
     "[http][oauth][introspection]") {
-  Authenticator auth(introspecting_options(), "demo/test");
-  auto as = std::make_shared<ScriptedIntrospector>();
-  auth.set_introspector(as);
+  IntrospectingAuth f;
+  auto& auth = f.auth;
+  auto& as = f.as;
   as->answer = active_for(kBridgeBase, "mcp:demo");
   auto c = run_check(auth, "narrow", "/servers/other/srv/mcp", "other/srv");
   CHECK(c.status() == 403);
@@ -178,9 +198,9 @@ TEST_CASE(
     "Introspection that fails - the issuer unreachable, an answer that is no RFC 7662 response - "
     "is 503 with Retry-After and the reason, never 401, and is not remembered",
     "[http][oauth][introspection]") {
-  Authenticator auth(introspecting_options(), "demo/test");
-  auto as = std::make_shared<ScriptedIntrospector>();
-  auth.set_introspector(as);
+  IntrospectingAuth f;
+  auto& auth = f.auth;
+  auto& as = f.as;
   as->answer = unexpected(std::string("cannot fetch https://as.example/introspect: refused"));
   auto c = run_check(auth, "fine-token");
   CHECK(c.status() == 503);
@@ -205,9 +225,9 @@ TEST_CASE(
     "Only tokens that are not a JWS are introspected - without http.oauth.introspection an opaque "
     "token is a malformed JWT (401) - the introspector's problem is the readiness problem",
     "[http][oauth][introspection]") {
-  Authenticator auth(introspecting_options(), "demo/test");
-  auto as = std::make_shared<ScriptedIntrospector>();
-  auth.set_introspector(as);
+  IntrospectingAuth f;
+  auto& auth = f.auth;
+  auto& as = f.as;
   // {"alg":"RS256"}: a JWS, checked with the keys (none here: 503), never introspected.
   auto jws = run_check(auth, "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln");
   CHECK_FALSE(jws.introspected);
@@ -216,12 +236,17 @@ TEST_CASE(
   CHECK(run_check(auth, std::string(20000, 'a')).status() == 401);
   CHECK(as->tokens.empty());
 
-  Authenticator jwt_only(introspecting_options(0), "demo/test");
-  jwt_only.set_introspector(as);
-  auto opaque = run_check(jwt_only, "opaque");
+  CHECK(auth.problem() == "no key source for the issuer's keys");
+  auth.set_key_source(std::make_shared<PresentKeys>());
+  CHECK(auth.problem().empty());
+  as->problem_text = "the metadata has no introspection_endpoint";
+  CHECK(auth.problem() == as->problem_text);
+
+  IntrospectingAuth jwt_only(0);
+  auto opaque = run_check(jwt_only.auth, "opaque");
   CHECK_FALSE(opaque.introspected);
   CHECK(opaque.status() == 401);
-  CHECK(as->tokens.empty());
+  CHECK(jwt_only.as->tokens.empty());
 }
 
 }  // namespace mcpmqtt::http
