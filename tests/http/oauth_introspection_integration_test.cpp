@@ -7,44 +7,24 @@
 #include <string>
 #include <thread>
 
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
 
 #include "http/oauth_introspection.hpp"
 #include "tests/http/client_fake_server.hpp"
+#include "tests/http/oauth_loop.hpp"
 #include "tests/support/wait.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
 using mcpmqtt::http::TokenIntrospection;
+using mcpmqtt::test::OauthLoop;
 namespace fake = mcpmqtt::test::fake;
-namespace net = boost::asio;
 using Answer = mcpmqtt::Expected<std::string, std::string>;
-
-// An io_context on a thread of its own, as the daemon runs one.
-class IntrospectionLoop {
- public:
-  IntrospectionLoop() : guard_(ioc_.get_executor()), thread_([this] { ioc_.run(); }) {}
-  ~IntrospectionLoop() {
-    guard_.reset();
-    mcpmqtt::test::eventually([this] { return ioc_.stopped(); }, 5s);
-    ioc_.stop();
-    thread_.join();
-  }
-  net::any_io_executor executor() { return ioc_.get_executor(); }
-
- private:
-  net::io_context ioc_;
-  net::executor_work_guard<net::io_context::executor_type> guard_;
-  std::thread thread_;
-};
 
 // TokenIntrospection as the client "bridge" of the fake server's issuer; `endpoint` empty: the
 // metadata names none; `with_metadata` false: no metadata yet.
-std::shared_ptr<TokenIntrospection> introspection_of(IntrospectionLoop& loop,
-                                                     const fake::Server& srv,
+std::shared_ptr<TokenIntrospection> introspection_of(OauthLoop& loop, const fake::Server& srv,
                                                      const std::string& endpoint,
                                                      std::size_t max_in_flight = 64,
                                                      bool with_metadata = true) {
@@ -79,7 +59,7 @@ TEST_CASE(
     "RFC 7662 §2.1: the token is POSTed form-encoded with token_type_hint=access_token, the "
     "bridge authenticated with client_secret_basic, and the 200 answer's body handed back",
     "[oauth][introspection]") {
-  IntrospectionLoop loop;
+  OauthLoop loop;
   fake::Server srv([](fake::Conn& c, const fake::Request&) { c.json(R"({"active":false})"); });
   auto t = introspection_of(loop, srv, srv.url("/introspect"));
   auto a = ask(*t, "a+b/c=", "k1").get();
@@ -99,7 +79,7 @@ TEST_CASE(
     "RFC 7662: calls for one token while its request is under way share it, and past "
     "max_in_flight tokens a call for another is answered at once with the reason",
     "[oauth][introspection]") {
-  IntrospectionLoop loop;
+  OauthLoop loop;
   fake::Queue<int> release;
   fake::Server srv;
   srv.start([&](fake::Conn& c, const fake::Request&) {
@@ -128,7 +108,7 @@ TEST_CASE(
     "unreachable, metadata without introspection_endpoint or not fetched yet - each an error "
     "naming what to fix, for a 503",
     "[oauth][introspection]") {
-  IntrospectionLoop loop;
+  OauthLoop loop;
   fake::Server srv([](fake::Conn& c, const fake::Request& r) {
     if (r.target == "/refuses") {
       c.respond(401, "application/json",
@@ -173,7 +153,7 @@ TEST_CASE(
 
 TEST_CASE("RFC 7662: stop() answers a call under way, and every call after it",
           "[oauth][introspection]") {
-  IntrospectionLoop loop;
+  OauthLoop loop;
   fake::Queue<int> never;
   fake::Server srv;
   srv.start([&](fake::Conn& c, const fake::Request&) {
