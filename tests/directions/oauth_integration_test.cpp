@@ -4,13 +4,13 @@
 // doing the whole flow a desktop host does, and raw requests for each refusal.
 #include <catch2/catch.hpp>
 
+#include "http/oauth_documents.hpp"
 #include "tests/http/server_test_support.hpp"
 #include "tests/support/bridge_process.hpp"
 #include "tests/support/ingress_bridge.hpp"
 #include "tests/support/mosquitto.hpp"
 #include "tests/support/mqtt_mcp_client.hpp"
 #include "tests/support/process.hpp"
-#include "tests/support/temp_dir.hpp"
 #include "tests/support/wait.hpp"
 
 using namespace mcpmqtt::test;
@@ -38,31 +38,21 @@ struct AuthServer {
     REQUIRE(!issuer.empty());
     port = static_cast<std::uint16_t>(std::stoi(*json_at(*line, "port")));
   }
-  // RFC 6749 §4.4 with RFC 8707's resource: an access token for `resource` (none when empty:
-  // a token for the AS itself) with `scope`.
+  // RFC 6749 §4.4 with RFC 8707's resource: an access token for `resource` with `scope`.
   std::string token(const std::string& resource, const std::string& scope,
                     const std::string& client = "svc:secret") {
-    const auto r = form_post("/token", client,
+    RawClient c({boost::asio::ip::make_address("127.0.0.1"), port});
+    const auto r = c.request(bhttp::verb::post, "/token",
+                             {{"Host", "127.0.0.1:" + std::to_string(port)},
+                              {"Content-Type", "application/x-www-form-urlencoded"},
+                              {"Authorization", "Basic " + base64_encode(client)}},
                              "grant_type=client_credentials&scope=" + url_encode(scope) +
-                                 (resource.empty() ? "" : "&resource=" + url_encode(resource)));
+                                 "&resource=" + url_encode(resource));
     INFO(r.body);
     REQUIRE(r.status == 200);
     auto t = json_at(r.body, "access_token");
     REQUIRE(t);
     return *t;
-  }
-  // RFC 7009 §2.1: revokes `token` (issued to `client`).
-  void revoke(const std::string& token, const std::string& client = "svc:secret") {
-    REQUIRE(form_post("/token/revocation", client, "token=" + url_encode(token)).status == 200);
-  }
-  HttpResult form_post(const std::string& path, const std::string& client,
-                       const std::string& body) {
-    RawClient c({boost::asio::ip::make_address("127.0.0.1"), port});
-    return c.request(bhttp::verb::post, path,
-                     {{"Host", "127.0.0.1:" + std::to_string(port)},
-                      {"Content-Type", "application/x-www-form-urlencoded"},
-                      {"Authorization", "Basic " + base64_encode(client)}},
-                     body);
   }
   static std::string base64_encode(const std::string& s) {
     static constexpr char k[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -277,6 +267,30 @@ TEST_CASE(
 
 namespace {
 
+// What oauth-server.mjs is asked besides tokens for a resource, as the client svc:secret:
+// RFC 7009 §2.1 revocation, and a token for no resource (for the AS itself).
+HttpResult as_form_post(const AuthServer& as, const std::string& path, const std::string& body) {
+  RawClient c({boost::asio::ip::make_address("127.0.0.1"), as.port});
+  return c.request(bhttp::verb::post, path,
+                   {{"Host", "127.0.0.1:" + std::to_string(as.port)},
+                    {"Content-Type", "application/x-www-form-urlencoded"},
+                    {"Authorization", mcpmqtt::http::oauth::basic_authorization("svc", "secret")}},
+                   body);
+}
+void revoke_token(const AuthServer& as, const std::string& token) {
+  REQUIRE(
+      as_form_post(as, "/token/revocation", "token=" + mcpmqtt::http::oauth::form_urlencode(token))
+          .status == 200);
+}
+std::string token_for_no_resource(const AuthServer& as, const std::string& scope) {
+  const auto r = as_form_post(
+      as, "/token",
+      "grant_type=client_credentials&scope=" + mcpmqtt::http::oauth::form_urlencode(scope));
+  INFO(r.body);
+  REQUIRE(r.status == 200);
+  return json_at(r.body, "access_token").value_or("");
+}
+
 // http.oauth with introspection as the client svc (its secret in a file of `dir`), answers as
 // JSON bodies.
 std::string introspecting_extra(const std::string& issuer, const TempDir& dir,
@@ -333,7 +347,7 @@ TEST_CASE(
   };
   // RFC 7662 §2.2: "active": false for a revoked token; RFC 6750 §3.1 invalid_token.
   const auto revoked = as.token(base + "/mcp", "mcp:all");
-  as.revoke(revoked);
+  revoke_token(as, revoked);
   invalid(revoked, "/mcp", "the token is not active");
   invalid(as.token("http://127.0.0.1:1/mcp", "mcp:all"), "/mcp",
           "the audience does not name this resource");
@@ -362,7 +376,7 @@ TEST_CASE(
   REQUIRE(std::count(jwt.begin(), jwt.end(), '.') == 2);
   CHECK(call_echo(bridge, jwt).status == 200);
   // Without a resource oidc-provider issues an opaque token for itself: active, but no aud.
-  auto unbound = post(bridge, "/mcp", "Bearer " + as.token("", "mcp:all"));
+  auto unbound = post(bridge, "/mcp", "Bearer " + token_for_no_resource(as, "mcp:all"));
   INFO(unbound.body);
   CHECK(unbound.status == 401);
   CHECK(unbound.header("www-authenticate").find("no aud") != std::string::npos);
