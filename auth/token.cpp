@@ -1,6 +1,7 @@
 // Compact JWS access tokens (RFC 7515 §7.1) read and checked as RFC 9068 §4 asks of a resource
 // server: the signature with the issuer's keys, then typ, iss, aud, exp, nbf and the claims'
-// types (RFC 7519 §4.1).
+// types (RFC 7519 §4.1); and the same claims as an introspection response (RFC 7662 §2.2) states
+// them for an opaque token.
 #include "auth/token.hpp"
 
 #include <algorithm>
@@ -138,27 +139,33 @@ std::optional<Rejection> check_signature(const Token& token, const KeySet& keys)
   return Rejection{Failure::bad_signature, std::move(detail)};
 }
 
-Expected<Claims, Rejection> check_claims(const Token& token, const Rules& rules, std::int64_t now) {
-  if (rules.require_at_jwt && token.typ != "at+jwt" && token.typ != "application/at+jwt") {
-    return reject(Failure::wrong_type, token.typ.empty()
-                                           ? "no typ header: RFC 9068 access tokens say at+jwt"
-                                           : "typ is not at+jwt (RFC 9068 §4)");
-  }
-  SmallDocument small;
-  rapidjson::Document& doc = small.doc;
-  if (auto problem = detail::read_object(token.claims_json, doc))
-    return reject(Failure::malformed, "the claims are " + *problem);
+// Where claims come from: a JWT's payload, or the authorization server's introspection response
+// (RFC 7662 §2.2), where iss and exp are optional and the audience is matched per request.
+enum class ClaimSource { jwt, introspection };
+
+Expected<Claims, Rejection> read_claims(const Value& doc, const Rules& rules, std::int64_t now,
+                                        ClaimSource source) {
+  const bool introspected = source == ClaimSource::introspection;
   Claims c;
 
   const Value* iss = member(doc, "iss");
-  if (!iss || !iss->IsString() || iss->GetStringLength() == 0)
-    return reject(Failure::missing_claim, "iss is missing or not a string");
-  if (text_of(*iss) != rules.issuer)
-    return reject(Failure::wrong_issuer, "iss is not the configured issuer " + rules.issuer);
-  c.issuer.assign(text_of(*iss));
+  if (introspected && !iss) {
+    c.issuer = rules.issuer;
+  } else {
+    if (!iss || !iss->IsString() || iss->GetStringLength() == 0)
+      return reject(Failure::missing_claim, "iss is missing or not a string");
+    if (text_of(*iss) != rules.issuer)
+      return reject(Failure::wrong_issuer, "iss is not the configured issuer " + rules.issuer);
+    c.issuer.assign(text_of(*iss));
+  }
 
   const Value* aud = member(doc, "aud");
-  if (!aud) return reject(Failure::missing_claim, "aud is missing");
+  if (!aud) {
+    return reject(Failure::missing_claim,
+                  introspected ? "the introspection response names no aud: only a token bound to "
+                                 "this resource is accepted (RFC 8707, MCP authorization)"
+                               : "aud is missing");
+  }
   if (aud->IsString()) {
     c.audiences.emplace_back(text_of(*aud));
   } else if (aud->IsArray()) {
@@ -170,9 +177,11 @@ Expected<Claims, Rejection> check_claims(const Token& token, const Rules& rules,
   } else {
     return reject(Failure::missing_claim, "aud is neither a string nor an array of strings");
   }
-  const bool audience_ok = std::any_of(c.audiences.begin(), c.audiences.end(), [&](const auto& a) {
-    return std::find(rules.audiences.begin(), rules.audiences.end(), a) != rules.audiences.end();
-  });
+  const bool audience_ok =
+      introspected || std::any_of(c.audiences.begin(), c.audiences.end(), [&](const auto& a) {
+        return std::find(rules.audiences.begin(), rules.audiences.end(), a) !=
+               rules.audiences.end();
+      });
   if (!audience_ok) {
     std::string expected;
     for (const auto& a : rules.audiences)
@@ -185,6 +194,7 @@ Expected<Claims, Rejection> check_claims(const Token& token, const Rules& rules,
   const std::int64_t skew = std::max<std::int64_t>(0, rules.clock_skew.count());
   switch (read_date(doc, "exp", c.expires_at)) {
     case DateRead::absent:
+      if (introspected) break;  // RFC 7662 §2.2: exp is OPTIONAL
       return reject(Failure::missing_claim, "exp is missing");
     case DateRead::bad:
       return reject(Failure::missing_claim, "exp is not a NumericDate within range");
@@ -192,7 +202,7 @@ Expected<Claims, Rejection> check_claims(const Token& token, const Rules& rules,
       break;
   }
   // RFC 7519 §4.1.4: valid before exp; the skew extends it.
-  if (now >= add_sat(c.expires_at, skew)) {
+  if ((c.expires_at != 0 || !introspected) && now >= add_sat(c.expires_at, skew)) {
     return reject(Failure::expired, "expired " + std::to_string(sub_sat(now, c.expires_at)) +
                                         " s ago (clock skew allowed: " + std::to_string(skew) +
                                         " s)");
@@ -246,6 +256,19 @@ Expected<Claims, Rejection> check_claims(const Token& token, const Rules& rules,
   return c;
 }
 
+Expected<Claims, Rejection> check_claims(const Token& token, const Rules& rules, std::int64_t now) {
+  if (rules.require_at_jwt && token.typ != "at+jwt" && token.typ != "application/at+jwt") {
+    return reject(Failure::wrong_type, token.typ.empty()
+                                           ? "no typ header: RFC 9068 access tokens say at+jwt"
+                                           : "typ is not at+jwt (RFC 9068 §4)");
+  }
+  SmallDocument small;
+  rapidjson::Document& doc = small.doc;
+  if (auto problem = detail::read_object(token.claims_json, doc))
+    return reject(Failure::malformed, "the claims are " + *problem);
+  return read_claims(doc, rules, now, ClaimSource::jwt);
+}
+
 }  // namespace
 
 std::optional<Alg> alg_from_name(std::string_view name) {
@@ -294,6 +317,8 @@ std::string_view failure_name(Failure f) {
       return "missing_claim";
     case Failure::unavailable:
       return "unavailable";
+    case Failure::inactive:
+      return "inactive";
   }
   return "?";
 }
@@ -381,6 +406,31 @@ Expected<Claims, Rejection> verify(const Token& token, const KeySet& keys, const
   }
   if (auto rejection = check_signature(token, keys)) return unexpected(std::move(*rejection));
   return check_claims(token, rules, now);
+}
+
+bool looks_like_jws(std::string_view token) {
+  if (std::count(token.begin(), token.end(), '.') != 2) return false;
+  const auto header = base64url_decode(token.substr(0, token.find('.')));
+  if (!header || header->empty()) return false;
+  SmallDocument small;
+  return !detail::read_object(*header, small.doc);
+}
+
+Expected<Claims, Rejection> check_introspection(std::string_view response, const Rules& rules,
+                                                std::int64_t now) {
+  rapidjson::Document doc;
+  if (auto problem = detail::read_object(response, doc))
+    return reject(Failure::malformed, "the introspection response is " + *problem);
+  // RFC 7662 §2.2: "active" is REQUIRED, a boolean; anything but true means not active.
+  const Value* active = member(doc, "active");
+  if (!active || !active->IsBool())
+    return reject(Failure::malformed, "the introspection response has no boolean \"active\"");
+  if (!active->GetBool()) return reject(Failure::inactive, "the token is not active");
+  if (const Value* type = member(doc, "token_type")) {
+    if (!type->IsString() || lowercase(text_of(*type)) != "bearer")
+      return reject(Failure::wrong_type, "token_type is not Bearer (RFC 6750 access tokens only)");
+  }
+  return read_claims(doc, rules, now, ClaimSource::introspection);
 }
 
 }  // namespace mcpmqtt::auth

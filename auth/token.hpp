@@ -1,6 +1,7 @@
 // OAuth 2.1 access tokens as the HTTP ingress, a resource server, receives them: JWT access
 // tokens (RFC 9068) signed with the issuer's keys (a JWK Set, RFC 7517), checked against the
-// rules of one issuer and one resource (RFC 8707 audience). Pure: no I/O, no clock (the caller
+// rules of one issuer and one resource (RFC 8707 audience); and the answer an issuer gives about
+// an opaque token (RFC 7662 introspection), by the same rules. Pure: no I/O, no clock (the caller
 // passes the time), no logging. Nothing here keeps or prints a token: a Rejection's detail names
 // what is wrong, never the token's text.
 //
@@ -108,6 +109,7 @@ enum class Failure {
   missing_claim,  // iss, sub, exp or aud absent or of the wrong JSON type; nbf, iat,
                   // client_id, scope or scp of the wrong JSON type, a date out of range
   unavailable,    // no keys yet (issuer unreachable since start): set by the caller
+  inactive,       // RFC 7662 §2.2: the authorization server answered "active": false
 };
 std::string_view failure_name(Failure f);  // "expired", ... for logs and metrics labels
 
@@ -123,6 +125,12 @@ inline constexpr std::size_t kMaxTokenBytes = 16 * 1024;
 // Splits and decodes a compact JWS (at most kMaxTokenBytes); checks alg against `allowed`. The
 // header's jku, jwk, x5u and x5c are ignored: keys come from the KeySet only.
 Expected<Token, Rejection> parse_token(std::string_view compact, const std::vector<Alg>& allowed);
+
+// Whether `token` is a JWS compact serialization (RFC 7515 §7.1) and so verified here with the
+// issuer's keys: exactly three dot-separated parts, the first base64url-decoding to a JSON
+// object (the JOSE header). Anything else - opaque random text, a JWE's five parts - is a token
+// only its issuer can read: introspected (RFC 7662) when the ingress is set up for it.
+bool looks_like_jws(std::string_view token);
 
 // What a valid token says (RFC 9068 §2.2).
 struct Claims {
@@ -154,5 +162,16 @@ struct Rules {
 // Numeric dates may be integers or fractions (rounded down).
 Expected<Claims, Rejection> verify(const Token& token, const KeySet& keys, const Rules& rules,
                                    std::int64_t now);
+
+// An introspection response (RFC 7662 §2.2, at most the caller's bound in bytes) read as the
+// claims of the token it describes, by the rules verify() applies to a JWT's claims, except:
+// `active` must be true (else Failure::inactive); `iss`, when present, must equal rules.issuer
+// (absent: the issuer asked is the issuer); `exp` may be absent (expires_at 0: valid as long as
+// the caller caches the answer); `aud` is required (RFC 8707 audience binding, which MCP
+// authorization requires), but whether it names the resource is checked per request by the
+// caller (rules.audiences is not used); `token_type`, when present, must be Bearer (any case):
+// a refresh token or a sender-constrained (DPoP) token is not a bearer access token.
+Expected<Claims, Rejection> check_introspection(std::string_view response, const Rules& rules,
+                                                std::int64_t now);
 
 }  // namespace mcpmqtt::auth

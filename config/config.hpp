@@ -94,6 +94,18 @@ struct HttpLimits {
   bool operator==(const HttpLimits&) const = default;
 };
 
+// Opaque access tokens checked at the issuer's introspection endpoint (http.oauth.introspection;
+// RFC 7662), the bridge authenticating as a confidential client (client_secret_basic).
+struct IntrospectionConfig {
+  std::string client_id;           // empty: no introspection
+  std::string client_secret_file;  // read at load
+  std::string client_secret;       // resolved from the file; never logged
+  int cache_max_s = 300;           // an active answer is used at most this long (and until exp)
+
+  bool enabled() const { return !client_id.empty() || !client_secret_file.empty(); }
+  bool operator==(const IntrospectionConfig&) const = default;
+};
+
 // The HTTP ingress as an OAuth 2.1 resource server (http.oauth; MCP authorization, RFC 9728,
 // RFC 9068): access tokens of one issuer, checked against its keys; scopes grant server-names.
 struct OAuthConfig {
@@ -107,6 +119,7 @@ struct OAuthConfig {
   int jwks_max_stale_s = 86400;  // how long the last keys serve while the issuer is unreachable
   std::string ca_file;           // for an https issuer with a private CA
   bool tls_verify = true;
+  IntrospectionConfig introspection;  // opaque tokens; off unless set
 
   bool enabled() const { return !issuer.empty(); }
   bool operator==(const OAuthConfig&) const = default;

@@ -116,6 +116,14 @@ void read_http_members(ObjectReader& r, HttpConfig& h, std::vector<Problem>& pro
     orr.integer("jwks_max_stale_s", O.jwks_max_stale_s, 0, 30LL * 24 * 3600);
     orr.string("ca_file", O.ca_file, false);
     orr.boolean("tls_verify", O.tls_verify);
+    if (const Value* i = orr.object("introspection")) {
+      ObjectReader ir(*i, orr.path_of("introspection"), problems);
+      auto& I = O.introspection;
+      ir.string("client_id", I.client_id, false);
+      ir.string("client_secret_file", I.client_secret_file, false);
+      ir.integer("cache_max_s", I.cache_max_s, 1, 24 * 3600);
+      ir.finish();
+    }
     orr.finish();
   }
   if (const Value* l = r.object("limits")) {

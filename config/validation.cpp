@@ -73,7 +73,22 @@ void validate_oauth(Config& cfg, std::vector<Problem>& problems) {
   auto& o = cfg.http.oauth;
   if (!o.enabled()) {
     if (!o.scopes.empty()) problems.push_back({"http.oauth.scopes", "needs http.oauth.issuer"});
+    if (o.introspection.enabled())
+      problems.push_back({"http.oauth.introspection", "needs http.oauth.issuer"});
     return;
+  }
+  if (o.introspection.enabled()) {
+    // RFC 7662 §2.1: the endpoint requires the caller to authenticate; the bridge does as a
+    // confidential client (client_secret_basic).
+    if (o.introspection.client_id.empty()) {
+      problems.push_back({"http.oauth.introspection.client_id",
+                          "is required: the client the bridge authenticates as at the "
+                          "introspection endpoint"});
+    }
+    if (o.introspection.client_secret_file.empty()) {
+      problems.push_back({"http.oauth.introspection.client_secret_file",
+                          "is required: a file holding that client's secret"});
+    }
   }
   if (auto why = check_http_url(o.issuer, true, &scheme, &host); !why.empty()) {
     problems.push_back({"http.oauth.issuer", why});
@@ -193,6 +208,13 @@ void resolve_secrets(Config& cfg, std::vector<Problem>& problems, GetEnv getenv_
       problems.push_back({key, why});
     } else if (o.client_secret.empty()) {
       problems.push_back({key, "is empty"});
+    }
+  }
+  if (auto& in = cfg.http.oauth.introspection; !in.client_secret_file.empty()) {
+    if (!read_secret_file(in.client_secret_file, in.client_secret, why)) {
+      problems.push_back({"http.oauth.introspection.client_secret_file", why});
+    } else if (in.client_secret.empty()) {
+      problems.push_back({"http.oauth.introspection.client_secret_file", "is empty"});
     }
   }
   if (!cfg.http.bearer_tokens_file.empty()) {

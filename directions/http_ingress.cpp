@@ -1,6 +1,7 @@
 #include "directions/http_ingress.hpp"
 
 #include "directions/options.hpp"
+#include "http/oauth_introspection.hpp"
 #include "http/oauth_issuer.hpp"
 #include "http/server_auth.hpp"
 #include "http/server_backend.hpp"
@@ -82,6 +83,25 @@ Expected<std::string, Error> HttpIngress::start() {
     if (!keys) return unexpected(Error(Errc::invalid_argument, "http.oauth: " + keys.error()));
     issuer_keys_ = std::move(*keys);
     server_->set_key_source(std::make_shared<IssuerKeySource>(issuer_keys_));
+    if (oauth_.introspection.enabled()) {
+      http::TokenIntrospection::Options io;
+      io.server = issuer_keys_->options().server;
+      io.client_id = oauth_.introspection.client_id;
+      io.client_secret = oauth_.introspection.client_secret;
+      // The endpoint is the one in the metadata the keys were found with.
+      auto introspection =
+          http::TokenIntrospection::create(ioc_.get_executor(), std::move(io),
+                                           [keys = std::weak_ptr<http::IssuerKeys>(issuer_keys_)] {
+                                             auto k = keys.lock();
+                                             return k ? k->metadata() : nullptr;
+                                           });
+      if (!introspection) {
+        return unexpected(
+            Error(Errc::invalid_argument, "http.oauth.introspection: " + introspection.error()));
+      }
+      introspection_ = std::move(*introspection);
+      server_->set_introspector(introspection_);
+    }
     // The daemon starts whether or not the issuer answers: protected routes answer 503 with
     // the reason until its keys are in (and /readyz says why).
     issuer_keys_->start();
@@ -97,6 +117,7 @@ Expected<std::string, Error> HttpIngress::start() {
 void HttpIngress::stop(const std::string& why) {
   server_->stop(why);
   if (issuer_keys_) issuer_keys_->stop();
+  if (introspection_) introspection_->stop();
 }
 
 std::string HttpIngress::auth_problem() const {

@@ -20,6 +20,7 @@
 namespace mcpmqtt::http {
 class Server;
 class IssuerKeys;
+class TokenIntrospection;
 }  // namespace mcpmqtt::http
 
 namespace mcpmqtt::directions {
@@ -52,6 +53,7 @@ class HttpIngress {
   boost::asio::io_context& ioc_;
   const config::OAuthConfig oauth_;
   std::shared_ptr<http::IssuerKeys> issuer_keys_;
+  std::shared_ptr<http::TokenIntrospection> introspection_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<http::Server> server_;
 };

@@ -89,6 +89,8 @@ http::ServerOptions http_server_options(const config::HttpConfig& h, const confi
   o.oauth.jwks_max_stale_s = h.oauth.jwks_max_stale_s;
   o.oauth.ca_file = h.oauth.ca_file;
   o.oauth.tls_verify = h.oauth.tls_verify;
+  if (h.oauth.introspection.enabled())
+    o.oauth.introspection_cache_max_s = h.oauth.introspection.cache_max_s;
   // mqtt.session_credentials "token": the access token is the password of the principal's MQTT
   // sessions, so the principal keeps it; otherwise it is never kept.
   o.oauth.keep_access_token = m.session_credentials == config::SessionCredentials::token;

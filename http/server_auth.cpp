@@ -1,5 +1,6 @@
 #include "http/server_auth.hpp"
 
+#include <algorithm>
 #include <ctime>
 
 #include <boost/beast/http/field.hpp>
@@ -99,9 +100,23 @@ std::string Authenticator::resource_uri(std::string_view path, std::string_view 
 std::string Authenticator::problem() const {
   if (!oauth()) return {};
   if (!keys_) return "no key source for the issuer's keys";
-  if (keys_->keys()) return {};
-  auto why = keys_->problem();
-  return why.empty() ? "the issuer's keys have not been fetched yet" : why;
+  if (!keys_->keys()) {
+    auto why = keys_->problem();
+    return why.empty() ? "the issuer's keys have not been fetched yet" : why;
+  }
+  if (!options_.introspects()) return {};
+  if (!introspector_) return "no introspector for opaque tokens (http.oauth.introspection)";
+  return introspector_->problem();
+}
+
+Authenticator::Outcome Authenticator::unavailable(const std::string& why) const {
+  Outcome out;
+  out.kind = Outcome::Kind::refused;
+  out.refusal = error_response(503, jsonrpc::code::connection_closed,
+                               "Service Unavailable: access tokens cannot be checked now: " + why);
+  out.refusal->set(bhttp::field::retry_after, "5");
+  out.log_reason = "the token cannot be checked now: " + why;
+  return out;
 }
 
 std::string Authenticator::scopes_reaching(std::string_view server) const {
@@ -206,30 +221,43 @@ Authenticator::Outcome Authenticator::check(const Request& req, const Route& rou
                             "Unauthorized: invalid access token: " + detail),
                   "invalid access token: " + detail);
   };
-  const auto keys = keys_ ? keys_->keys() : nullptr;
   auto rules = rules_;
   rules.audiences = audiences(route, path, server, host);
   const auto now = static_cast<std::int64_t>(std::time(nullptr));
   const auto digest = token_digest(*token);
+  auto hit = cache_->find(digest);
   std::optional<auth::Claims> claims;
-  if (keys) {
-    if (auto hit = cached(digest, keys)) {
-      // Verified with these keys before: only what depends on the request and the time is
-      // checked again (the signature, typ and iss cannot have changed).
-      if (auto why = recheck(*hit, rules, now); !why.empty()) return invalid(why);
-      claims = std::move(*hit);
+  if (options_.introspects() && !auth::looks_like_jws(*token)) {
+    // An opaque token: only its issuer can say what it is (RFC 7662 §2.1).
+    if (token->size() > auth::kMaxTokenBytes) {
+      return invalid("a token of " + std::to_string(token->size()) + " bytes, more than " +
+                     std::to_string(auth::kMaxTokenBytes));
     }
+    // Once introspected for this request, the answer just kept serves even if it holds for no
+    // longer (an exp within the clock skew).
+    if (!hit || hit->keys || (now >= hit->valid_until && !retried)) {
+      if (!introspector_) return unavailable("no introspector for opaque tokens");
+      // Introspected for this request already, and the answer is gone (the cache was full).
+      if (retried) return unavailable("too many tokens are being checked at once");
+      out.kind = Outcome::Kind::introspect;
+      return out;
+    }
+    if (!hit->claims) return invalid(hit->refusal);
+    if (auto why = recheck(*hit->claims, rules, now); !why.empty()) return invalid(why);
+    claims = std::move(hit->claims);
+  }
+  const auto keys = keys_ ? keys_->keys() : nullptr;
+  if (!claims && keys && hit && hit->keys == keys && hit->claims) {
+    // Verified with these keys before: only what depends on the request and the time is
+    // checked again (the signature, typ and iss cannot have changed). Keys fetched since (a
+    // rotation may have withdrawn the one that signed it): verified again.
+    if (auto why = recheck(*hit->claims, rules, now); !why.empty()) return invalid(why);
+    claims = std::move(hit->claims);
   }
   if (!claims) {
     auto parsed = auth::parse_token(*token, rules_.algorithms);
     if (!parsed) return invalid(parsed.error().detail);
-    if (!keys) {
-      const auto why = problem();
-      auto res = error_response(503, jsonrpc::code::connection_closed,
-                                "Service Unavailable: access tokens cannot be checked yet: " + why);
-      res.set(bhttp::field::retry_after, "5");
-      return refuse(std::move(res), "no keys to check the token with: " + why);
-    }
+    if (!keys) return unavailable(problem());
     auto verified = auth::verify(*parsed, *keys, rules, now);
     if (!verified) {
       if (verified.error().failure == auth::Failure::unknown_kid && !retried) {
@@ -238,7 +266,8 @@ Authenticator::Outcome Authenticator::check(const Request& req, const Route& rou
       }
       return invalid(verified.error().detail);
     }
-    remember(digest, keys, *verified);
+    cache_->remember(
+        digest, Verified{keys, *verified, {}, verified->expires_at + rules_.clock_skew.count()});
     claims = std::move(*verified);
   }
   auto& p = out.principal;
@@ -282,28 +311,61 @@ std::string Authenticator::token_digest(std::string_view token) {
   return std::string(reinterpret_cast<const char*>(out), n);
 }
 
-std::optional<auth::Claims> Authenticator::cached(
-    const std::string& digest, const std::shared_ptr<const auth::KeySet>& keys) const {
-  std::lock_guard lock(cache_mu_);
-  auto it = cache_.find(digest);
-  // Keys fetched since (a rotation may have withdrawn the one that signed it): verify again.
-  if (it == cache_.end() || it->second.keys != keys) return std::nullopt;
-  return it->second.claims;
+std::optional<Authenticator::Verified> Authenticator::TokenCache::find(
+    const std::string& digest) const {
+  std::lock_guard lock(mu_);
+  auto it = entries_.find(digest);
+  if (it == entries_.end()) return std::nullopt;
+  return it->second;
 }
 
-void Authenticator::remember(const std::string& digest,
-                             const std::shared_ptr<const auth::KeySet>& keys,
-                             const auth::Claims& claims) const {
-  std::lock_guard lock(cache_mu_);
-  if (cache_.size() >= kCacheEntries) {
-    // Bounded: the expired go first; if none has, everything (a new verification each).
+void Authenticator::TokenCache::remember(const std::string& digest, Verified entry) {
+  std::lock_guard lock(mu_);
+  if (entries_.size() >= kEntries && !entries_.contains(digest)) {
+    // Bounded: the useless go first; if none is, everything (a new check each).
     const auto now = static_cast<std::int64_t>(std::time(nullptr));
-    std::erase_if(cache_, [now, this](const auto& e) {
-      return e.second.claims.expires_at + rules_.clock_skew.count() <= now;
-    });
-    if (cache_.size() >= kCacheEntries) cache_.clear();
+    std::erase_if(entries_, [now](const auto& e) { return e.second.valid_until <= now; });
+    if (entries_.size() >= kEntries) entries_.clear();
   }
-  cache_[digest] = Verified{keys, claims};
+  entries_[digest] = std::move(entry);
+}
+
+void Authenticator::introspect(const Request& req, std::function<void(std::string)> done) const {
+  const auto token = bearer_of(sv(req[bhttp::field::authorization]));
+  if (!token || !introspector_) return done("no bearer token to introspect");
+  auto digest = token_digest(*token);
+  introspector_->introspect(
+      std::string(*token), digest,
+      [cache = cache_, rules = rules_, max = options_.introspection_cache_max_s, digest,
+       done = std::move(done)](Expected<std::string, std::string> answer) {
+        if (!answer) return done(std::move(answer.error()));
+        const auto now = static_cast<std::int64_t>(std::time(nullptr));
+        auto claims = auth::check_introspection(*answer, rules, now);
+        // An answer that is not an RFC 7662 response says nothing about the token: the
+        // issuer's fault, not the client's.
+        if (!claims && claims.error().failure == auth::Failure::malformed)
+          return done("the issuer's introspection answer is refused: " + claims.error().detail);
+        keep_answer(*cache, digest, claims, now, max);
+        done({});
+      });
+}
+
+void Authenticator::keep_answer(TokenCache& cache, const std::string& digest,
+                                const Expected<auth::Claims, auth::Rejection>& answer,
+                                std::int64_t now, std::int64_t cache_max_s) {
+  Verified entry;
+  if (answer) {
+    // Until the token expires, and no longer than cache_max_s: revocation at the issuer is
+    // noticed within that.
+    entry.valid_until = now + cache_max_s;
+    if (answer->expires_at != 0)
+      entry.valid_until = std::min(entry.valid_until, answer->expires_at);
+    entry.claims = *answer;
+  } else {
+    entry.valid_until = now + std::min(kRefusalCacheSeconds, cache_max_s);
+    entry.refusal = answer.error().detail;
+  }
+  cache.remember(digest, std::move(entry));
 }
 
 std::string Authenticator::recheck(const auth::Claims& claims, const auth::Rules& rules,
@@ -311,7 +373,8 @@ std::string Authenticator::recheck(const auth::Claims& claims, const auth::Rules
   // As auth::verify decides: valid while now < exp + skew and now >= nbf - skew (RFC 7519
   // §4.1.4, §4.1.5); the audience per request (RFC 8707 §2).
   const auto skew = rules.clock_skew.count();
-  if (now >= claims.expires_at + skew)
+  // An introspection answer may have no exp (0): it holds as long as it is cached.
+  if (claims.expires_at != 0 && now >= claims.expires_at + skew)
     return "expired " + std::to_string(now - claims.expires_at) + " s ago";
   if (claims.not_before != 0 && now < claims.not_before - skew)
     return "not valid for another " + std::to_string(claims.not_before - now) + " s";

@@ -182,14 +182,25 @@ void ServerConnection::reject(Response rejection) {
   write_response(std::move(rejection), true);
 }
 
-void ServerConnection::authenticate(bool retried) {
+void ServerConnection::authenticate(bool retried, std::string unavailable) {
   if (phase_ == Phase::closed) return;
   auto& req = parser_->get();
   const auto server = route_.kind != Route::Kind::mcp ? std::string()
                       : route_.server_name.empty()    ? state_->default_server
                                                       : route_.server_name;
-  auto outcome = state_->auth.check(req, route_, server, retried);
+  auto outcome = unavailable.empty() ? state_->auth.check(req, route_, server, retried)
+                                     : state_->auth.unavailable(unavailable);
   switch (outcome.kind) {
+    case Authenticator::Outcome::Kind::introspect:
+      // An opaque token: ask its issuer (RFC 7662 §2.1), then decide from the answer kept. The
+      // wait holds the connection, as for an unknown kid; the introspector answers every call,
+      // also when it stops.
+      state_->auth.introspect(req, [self = shared_from_this(), ex = executor()](std::string why) {
+        net::post(ex, [self, why = std::move(why)]() mutable {
+          self->authenticate(true, std::move(why));
+        });
+      });
+      return;
     case Authenticator::Outcome::Kind::unknown_kid:
       // The issuer may have rotated its keys: fetch them again (rate-limited), then decide.
       // The wait holds the connection (no read or write is pending meanwhile); the key source

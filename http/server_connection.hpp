@@ -97,8 +97,9 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection>,
   // Answers a request refused before its body was read.
   void reject(Response rejection);
   // Who sent the request (Authenticator), then the route's own checks; `retried`: the issuer's
-  // keys were fetched again for its unknown kid.
-  void authenticate(bool retried);
+  // keys were fetched again for its unknown kid, or its opaque token introspected;
+  // `unavailable`: why that introspection failed (a 503).
+  void authenticate(bool retried, std::string unavailable = {});
   void on_body(boost::beast::error_code ec);
   void on_read_error(boost::beast::error_code ec);
   void on_request();

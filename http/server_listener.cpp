@@ -133,6 +133,10 @@ void Server::set_key_source(std::shared_ptr<KeySource> source) {
   state_->auth.set_key_source(std::move(source));
 }
 
+void Server::set_introspector(std::shared_ptr<Introspector> introspector) {
+  state_->auth.set_introspector(std::move(introspector));
+}
+
 std::string Server::auth_problem() const {
   return state_->auth.problem();
 }

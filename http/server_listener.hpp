@@ -24,6 +24,7 @@ namespace mcpmqtt::http {
 struct ServerState;
 class Listener;
 class KeySource;
+class Introspector;
 
 class Server {
  public:
@@ -44,7 +45,10 @@ class Server {
 
   // Where the OAuth issuer's keys come from (http.oauth); before start().
   void set_key_source(std::shared_ptr<KeySource> source);
-  // Why access tokens cannot be checked now (no usable keys), or empty; for /readyz.
+  // What opaque tokens are introspected with (http.oauth.introspection); before start().
+  void set_introspector(std::shared_ptr<Introspector> introspector);
+  // Why access tokens cannot be checked now (no usable keys, no introspection endpoint), or
+  // empty; for /readyz.
   std::string auth_problem() const;
 
   boost::asio::ip::tcp::endpoint local_endpoint() const;

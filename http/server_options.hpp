@@ -45,7 +45,11 @@ struct OAuthOptions {
   // Keep the access token in the request's Principal (mqtt.session_credentials "token": it is
   // the password of the principal's MQTT sessions). Off: the token is never kept.
   bool keep_access_token = false;
+  // Opaque tokens (not a JWS) are introspected at the issuer (RFC 7662; http.oauth.introspection)
+  // and an active answer used at most this long; 0: introspection off, such tokens refused.
+  int introspection_cache_max_s = 0;
   bool enabled() const { return !issuer.empty(); }
+  bool introspects() const { return enabled() && introspection_cache_max_s > 0; }
 };
 
 struct ServerOptions {

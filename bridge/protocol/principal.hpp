@@ -32,7 +32,7 @@ struct Principal {
   // MQTT password of the principal's sessions). Null otherwise. A secret: never logged, never in
   // MCP-META, requestState or a pool key.
   std::shared_ptr<const std::string> access_token;
-  std::int64_t expires_at = 0;  // OAuth: exp; 0 otherwise
+  std::int64_t expires_at = 0;  // OAuth: exp; 0 otherwise, or an introspection answer without it
 
   // An unrestricted principal known only by its key ("stdio", tests).
   static Principal keyed(std::string key) {

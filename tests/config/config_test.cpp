@@ -520,6 +520,52 @@ TEST_CASE("secrets come from files and the environment", "[config]") {
   CHECK(p.path == "mqtt.username");
 }
 
+TEST_CASE(
+    "http.oauth.introspection (RFC 7662 §2.1): a client_id and a secret read from a file, "
+    "cache_max_s bounded - refused without the issuer, either half of the credentials, or a "
+    "readable non-empty secret",
+    "[config]") {
+  mcpmqtt::test::TempDir dir;
+  const auto secret = dir.write("client-secret", "s3cret\n");
+  const auto oauth = [](const std::string& introspection) {
+    return R"({"http": {"oauth": {"issuer": "https://auth.example", "introspection": )" +
+           introspection + "}}}";
+  };
+  auto c = good(oauth(R"({"client_id": "bridge", "client_secret_file": ")" + secret +
+                      R"(", "cache_max_s": 60})"));
+  const auto& in = c.http.oauth.introspection;
+  CHECK(in.enabled());
+  CHECK(in.client_id == "bridge");
+  CHECK(in.client_secret == "s3cret");
+  CHECK(in.cache_max_s == 60);
+  CHECK(good(oauth(R"({"client_id": "b", "client_secret_file": ")" + secret + R"("})"))
+            .http.oauth.introspection.cache_max_s == 300);
+  CHECK_FALSE(good("{}").http.oauth.introspection.enabled());
+
+  CHECK(only_problem(oauth(R"({"client_secret_file": ")" + secret + R"("})")).path ==
+        "http.oauth.introspection.client_id");
+  CHECK(only_problem(oauth(R"({"client_id": "b"})")).path ==
+        "http.oauth.introspection.client_secret_file");
+  auto p = only_problem(oauth(R"({"client_id": "b", "client_secret_file": "/nonexistent/s"})"));
+  CHECK(p.path == "http.oauth.introspection.client_secret_file");
+  CHECK(p.message.find("cannot read /nonexistent/s") != std::string::npos);
+  const auto empty = dir.write("empty-secret", "\n");
+  CHECK(only_problem(oauth(R"({"client_id": "b", "client_secret_file": ")" + empty + R"("})"))
+            .message == "is empty");
+  CHECK(only_problem(oauth(R"({"client_id": "b", "client_secret_file": ")" + secret +
+                           R"(", "cache_max_s": 0})"))
+            .path == "http.oauth.introspection.cache_max_s");
+  CHECK(only_problem(oauth(R"({"client_id": "b", "client_secret_file": ")" + secret +
+                           R"(", "secret": "x"})"))
+            .path == "http.oauth.introspection.secret");
+  CHECK(only_problem(R"({"http": {"oauth": {"introspection": {"client_id": "b", )"
+                     R"("client_secret_file": ")" +
+                     secret + R"("}}}})")
+            .path == "http.oauth.introspection");
+  // The secret is never part of what the configuration shows.
+  CHECK(c.summary().find("s3cret") == std::string::npos);
+}
+
 TEST_CASE("environment overrides the file, flags override the environment", "[config]") {
   EnvGuard env(std::map<std::string, std::string>{{"MCPMQTT_BROKER", "mqtt://env-broker:1000"},
                                                   {"MCPMQTT_HTTP_LISTEN", "127.0.0.1:9001"},

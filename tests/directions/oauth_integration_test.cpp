@@ -4,6 +4,7 @@
 // doing the whole flow a desktop host does, and raw requests for each refusal.
 #include <catch2/catch.hpp>
 
+#include "http/oauth_documents.hpp"
 #include "tests/http/server_test_support.hpp"
 #include "tests/support/bridge_process.hpp"
 #include "tests/support/ingress_bridge.hpp"
@@ -236,4 +237,150 @@ TEST_CASE(
   CHECK(grants >= 2);  // renewed at least once while the calls went on
   CHECK(log.find("secret\n") == std::string::npos);
   CHECK(log.find("Bearer ey") == std::string::npos);
+}
+
+namespace {
+
+// What oauth-server.mjs is asked besides tokens for a resource, as the client svc:secret:
+// RFC 7009 §2.1 revocation, and a token for no resource (for the AS itself).
+HttpResult as_form_post(const AuthServer& as, const std::string& path, const std::string& body) {
+  RawClient c({boost::asio::ip::make_address("127.0.0.1"), as.port});
+  return c.request(bhttp::verb::post, path,
+                   {{"Host", "127.0.0.1:" + std::to_string(as.port)},
+                    {"Content-Type", "application/x-www-form-urlencoded"},
+                    {"Authorization", mcpmqtt::http::oauth::basic_authorization("svc", "secret")}},
+                   body);
+}
+void revoke_token(const AuthServer& as, const std::string& token) {
+  REQUIRE(
+      as_form_post(as, "/token/revocation", "token=" + mcpmqtt::http::oauth::form_urlencode(token))
+          .status == 200);
+}
+std::string token_for_no_resource(const AuthServer& as, const std::string& scope) {
+  const auto r = as_form_post(
+      as, "/token",
+      "grant_type=client_credentials&scope=" + mcpmqtt::http::oauth::form_urlencode(scope));
+  INFO(r.body);
+  REQUIRE(r.status == 200);
+  return json_at(r.body, "access_token").value_or("");
+}
+
+// http.oauth with introspection as the client svc (its secret in a file of `dir`), answers as
+// JSON bodies.
+std::string introspecting_extra(const std::string& issuer, const TempDir& dir,
+                                const std::string& more = "") {
+  const auto secret = dir.write("introspection-secret", "secret\n");
+  return R"(, "json_response": true)" +
+         oauth_extra(issuer, R"(, "introspection": {"client_id": "svc", "client_secret_file": ")" +
+                                 secret + "\"" + more + "}");
+}
+
+// initialize, notifications/initialized and tools/call echo on one session, with `token`.
+HttpResult call_echo(const Bridge& b, const std::string& token) {
+  auto init = post(b, "/mcp", "Bearer " + token);
+  if (init.status != 200) return init;
+  const auto session = init.header("mcp-session-id");
+  post(b, "/mcp", "Bearer " + token, R"({"jsonrpc":"2.0","method":"notifications/initialized"})",
+       session);
+  return post(b, "/mcp", "Bearer " + token,
+              R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo",)"
+              R"("arguments":{"text":"through introspection"}}})",
+              session);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "RFC 7662: opaque access tokens from oidc-provider checked by introspection - a valid one "
+    "calls a tool, a revoked one (RFC 7009) and one for another resource are 401 invalid_token, "
+    "one whose scopes do not reach the server 403 insufficient_scope",
+    "[ingress][oauth][introspection]") {
+  AuthServer as({"--format", "opaque"});
+  TempDir dir;
+  Mosquitto broker;
+  Bridge bridge(broker, servers_of(MCPMQTT_TEST_SERVER), "demo/test", "",
+                introspecting_extra(as.issuer, dir));
+  REQUIRE(bridge.proc->wait_for_log("[directory] demo/test online"));
+  REQUIRE(bridge.proc->wait_for_log("[directory] other/srv online"));
+  const std::string base = "http://127.0.0.1:" + std::to_string(bridge.port);
+
+  const auto token = as.token(base + "/mcp", "mcp:all");
+  REQUIRE(token.find('.') == std::string::npos);  // opaque
+  auto call = call_echo(bridge, token);
+  INFO(call.body);
+  CHECK(call.status == 200);
+  CHECK(call.body.find("through introspection") != std::string::npos);
+
+  const auto invalid = [&](const std::string& t, const std::string& path,
+                           const std::string& detail) {
+    auto r = post(bridge, path, "Bearer " + t);
+    INFO(detail << ": " << r.body);
+    CHECK(r.status == 401);
+    CHECK(r.header("www-authenticate").find("error=\"invalid_token\"") != std::string::npos);
+    CHECK(r.header("www-authenticate").find(detail) != std::string::npos);
+  };
+  // RFC 7662 §2.2: "active": false for a revoked token; RFC 6750 §3.1 invalid_token.
+  const auto revoked = as.token(base + "/mcp", "mcp:all");
+  revoke_token(as, revoked);
+  invalid(revoked, "/mcp", "the token is not active");
+  invalid(as.token("http://127.0.0.1:1/mcp", "mcp:all"), "/mcp",
+          "the audience does not name this resource");
+  invalid("no-such-token", "/mcp", "the token is not active");
+  // RFC 6750 §3.1: insufficient_scope.
+  auto narrow = post(bridge, "/servers/other/srv/mcp",
+                     "Bearer " + as.token(base + "/servers/other/srv/mcp", "mcp:demo"));
+  CHECK(narrow.status == 403);
+  CHECK(narrow.header("www-authenticate").find("error=\"insufficient_scope\"") !=
+        std::string::npos);
+  CHECK(bridge.proc->log().find(token) == std::string::npos);
+}
+
+TEST_CASE(
+    "RFC 7662 with JWTs: with introspection configured a JWT access token is still verified with "
+    "the issuer's keys, and an opaque token bound to no resource (no aud) is refused",
+    "[ingress][oauth][introspection]") {
+  AuthServer as;
+  TempDir dir;
+  Mosquitto broker;
+  Bridge bridge(broker, servers_of(MCPMQTT_TEST_SERVER), "demo/test", "",
+                introspecting_extra(as.issuer, dir));
+  REQUIRE(bridge.proc->wait_for_log("[directory] demo/test online"));
+  const std::string base = "http://127.0.0.1:" + std::to_string(bridge.port);
+  const auto jwt = as.token(base + "/mcp", "mcp:all");
+  REQUIRE(std::count(jwt.begin(), jwt.end(), '.') == 2);
+  CHECK(call_echo(bridge, jwt).status == 200);
+  // Without a resource oidc-provider issues an opaque token for itself: active, but no aud.
+  auto unbound = post(bridge, "/mcp", "Bearer " + token_for_no_resource(as, "mcp:all"));
+  INFO(unbound.body);
+  CHECK(unbound.status == 401);
+  CHECK(unbound.header("www-authenticate").find("no aud") != std::string::npos);
+}
+
+TEST_CASE(
+    "RFC 7662 with the authorization server gone: an opaque token not seen before is 503 with "
+    "Retry-After and the reason (never 401), one already introspected keeps working until its "
+    "answer's cache_max_s runs out",
+    "[ingress][oauth][introspection][faults]") {
+  AuthServer as({"--format", "opaque"});
+  TempDir dir;
+  Mosquitto broker;
+  Bridge bridge(broker, servers_of(MCPMQTT_TEST_SERVER), "demo/test", "",
+                introspecting_extra(as.issuer, dir, R"(, "cache_max_s": 4)"));
+  REQUIRE(bridge.proc->wait_for_log("[directory] demo/test online"));
+  const std::string base = "http://127.0.0.1:" + std::to_string(bridge.port);
+  const auto cached = as.token(base + "/mcp", "mcp:all");
+  const auto unseen = as.token(base + "/mcp", "mcp:all");
+  REQUIRE(post(bridge, "/mcp", "Bearer " + cached).status == 200);
+  const auto introspected_at = std::chrono::steady_clock::now();
+  as.proc.reset();  // killed
+
+  auto down = post(bridge, "/mcp", "Bearer " + unseen);
+  INFO(down.body);
+  CHECK(down.status == 503);
+  CHECK(down.has("retry-after"));
+  CHECK(down.error_message().find("/token/introspection") != std::string::npos);
+  auto still = post(bridge, "/mcp", "Bearer " + cached);
+  if (std::chrono::steady_clock::now() - introspected_at < 3s) CHECK(still.status == 200);
+  std::this_thread::sleep_for(5s);
+  CHECK(post(bridge, "/mcp", "Bearer " + cached).status == 503);
 }

@@ -27,6 +27,7 @@
 #include "http/oauth_client_credentials.hpp"
 #include "http/oauth_issuer.hpp"
 #include "tests/http/client_fake_server.hpp"
+#include "tests/http/oauth_loop.hpp"
 #include "tests/support/bridge_process.hpp"
 #include "tests/support/log_capture.hpp"
 #include "tests/support/prerequisite.hpp"
@@ -40,30 +41,12 @@ using mcpmqtt::http::ClientCredentials;
 using mcpmqtt::http::IssuerKeys;
 using mcpmqtt::test::eventually;
 using mcpmqtt::test::LogCapture;
+using mcpmqtt::test::OauthLoop;
 using mcpmqtt::test::Process;
 namespace fake = mcpmqtt::test::fake;
 namespace net = boost::asio;
 namespace bhttp = boost::beast::http;
 using Clock = std::chrono::steady_clock;
-
-// An io_context on a thread of its own, as the daemon runs one.
-class OauthLoop {
- public:
-  OauthLoop() : guard_(ioc_.get_executor()), thread_([this] { ioc_.run(); }) {}
-  ~OauthLoop() {
-    guard_.reset();
-    // Stopped objects leave no work behind; anything left after this is cut.
-    eventually([this] { return ioc_.stopped(); }, 5s);
-    ioc_.stop();
-    thread_.join();
-  }
-  net::any_io_executor executor() { return ioc_.get_executor(); }
-
- private:
-  net::io_context ioc_;
-  net::executor_work_guard<net::io_context::executor_type> guard_;
-  std::thread thread_;
-};
 
 std::uint16_t oauth_free_port() {
   net::io_context io;

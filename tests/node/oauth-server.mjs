@@ -224,6 +224,11 @@ const configuration = {
     return { accountId: sub, async claims() { return { sub }; } };
   },
   clientBasedCORS: () => true,
+  // A client credentials token's sub is its client_id: the JWT format says so by itself, and
+  // this says it in an opaque token's introspection response too (RFC 9068 §2.2, RFC 7662 §2.2).
+  async extraTokenClaims(ctx, token) {
+    return token.accountId ? undefined : { sub: token.clientId };
+  },
   pkce: { required: () => true },
   interactions: { url: (ctx, interaction) => `/interaction/${interaction.uid}` },
   features: {
