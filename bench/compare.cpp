@@ -494,6 +494,7 @@ struct EchoSeries {
 // Scenario 1's OAuth results of one column: per algorithm, a token reused (the ingress verifies
 // it once and finds it in its cache after) and a fresh token each call (verified each time).
 struct OauthLatency {
+  Latency plain;                       // the plain bridge, timed with the others
   Latency control;                     // the plain bridge again, on a second ingress
   std::vector<Latency> reused, fresh;  // by Settings::oauth
   // The CPU time of each series' ingress process per call (warm-up included), µs: the bridge,
@@ -506,10 +507,10 @@ struct OauthLatency {
 // algorithm a token reused and a fresh token each call. Each series has an ingress of its own,
 // so that each process idles alike between its calls (a process called twice in a row answers
 // faster the second time) and fresh tokens filling the verified-token cache (4,096) never evict
-// a reused one. Returns the plain bridge's latency and the others.
-std::pair<Latency, OauthLatency> oauth_cell(const Settings& s, const std::string& broker_url,
-                                            Engine e, const OauthIssuer& issuer,
-                                            const std::vector<std::vector<std::string>>& fresh) {
+// a reused one.
+OauthLatency oauth_cell(const Settings& s, const std::string& broker_url, Engine e,
+                        const OauthIssuer& issuer,
+                        const std::vector<std::vector<std::string>>& fresh) {
   std::vector<std::unique_ptr<EchoSeries>> series;
   const auto lane = [&](const std::string& http_more, std::function<std::string()> auth) {
     series.push_back(
@@ -544,11 +545,12 @@ std::pair<Latency, OauthLatency> oauth_cell(const Settings& s, const std::string
     o.cpu_us.push_back((cpu_seconds(one.ingress.proc->pid()) - cpu0[k]) * 1e6 /
                        static_cast<double>(std::max<std::uint64_t>(1, one.id - id0[k])));
   }
+  o.plain = timed[0];
   o.control = timed[1];
   const auto algs = static_cast<std::ptrdiff_t>(s.oauth.size());
   o.reused.assign(timed.begin() + 2, timed.begin() + 2 + algs);
   o.fresh.assign(timed.begin() + 2 + algs, timed.end());
-  return {timed[0], std::move(o)};
+  return o;
 }
 
 // Events counted on other threads, waited for with a deadline.
@@ -865,15 +867,8 @@ void oauth_rows(const Settings& s, const PerCell<Latency>& bridge,
   PerCell<double> control;
   for (std::size_t i = 0; i < kCells; ++i)
     if (oauth[i]) control[i] = oauth[i]->control.p50 / bridge[i]->p50;
-  {
-    std::array<std::string, kCells> cells;
-    for (std::size_t i = 0; i < kCells; ++i)
-      if (oauth[i]) cells[i] = spread(*bridge[i], i, 0);
-    g_rows.push_back({"",
-                      "bridge (timed with the OAuth series): p50 / p90 / p99 µs; the "
-                      "ingress's CPU µs per call",
-                      cells, "", "", "", ""});
-  }
+  series_row("bridge (timed with the OAuth series)", 0,
+             [](const OauthLatency& o) -> const Latency& { return o.plain; });
   series_row("the same on a second ingress (A/A control)", 1,
              [](const OauthLatency& o) -> const Latency& { return o.control; });
   g_rows.push_back({"", "A/A control: p50 ÷ bridge's p50",
@@ -934,9 +929,8 @@ void scenario_latency(const Settings& s) {
           Ingress ingress(broker->url(), e, 8, s.qos);
           bridge[c.index()] = http_latency(ingress.ep(), ingress.host(), s);
         } else {
-          auto [plain, o] = oauth_cell(s, broker->url(), e, *issuer, fresh_tokens);
-          bridge[c.index()] = plain;
-          oauth[c.index()] = std::move(o);
+          oauth[c.index()] = oauth_cell(s, broker->url(), e, *issuer, fresh_tokens);
+          bridge[c.index()] = oauth[c.index()]->plain;
         }
       }
       floor[c.index()] = mqtt_floor(e, broker->url(), s);
