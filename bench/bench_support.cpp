@@ -201,6 +201,7 @@ McpHttpClient::Reply McpHttpClient::post(const std::string& body) {
     req.set("Mcp-Session-Id", session_id_);
     req.set("MCP-Protocol-Version", protocol_version_);
   }
+  if (!authorization_.empty()) req.set(bhttp::field::authorization, authorization_);
   req.keep_alive(true);
   req.body() = body;
   req.prepare_payload();

@@ -4,7 +4,9 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <boost/asio/ip/tcp.hpp>
@@ -74,6 +76,8 @@ class McpHttpClient {
   std::string open_session(const std::string& protocol_version = "2025-06-18");
   // Makes `session_id` (opened by any client) the current session.
   void use_session(std::string session_id, std::string protocol_version);
+  // The Authorization header of every request from now on ("Bearer …"); empty: none.
+  void set_authorization(std::string value) { authorization_ = std::move(value); }
   // POSTs one JSON-RPC request in the current session and returns the response message's
   // text. Throws on an HTTP error or when no response came.
   std::string call(const std::string& body);
@@ -88,7 +92,7 @@ class McpHttpClient {
 
   struct Io;
   std::unique_ptr<Io> io_;
-  std::string host_, path_, session_id_, protocol_version_;
+  std::string host_, path_, session_id_, protocol_version_, authorization_;
 };
 
 // The JSON-RPC message in an HTTP response body: the body itself (application/json) or the

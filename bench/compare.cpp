@@ -22,14 +22,20 @@
 //   bench_compare [--only 1,2,3,4] [--engines native,paho] [--brokers default,tuned]
 //                 [--requests 2000] [--latency-cap-s 15] [--seconds 10] [--concurrency 64]
 //                 [--sessions 10000] [--paho-sessions 5000] [--idle-seconds 10] [--keepalive 0]
-//                 [--payload-kib 1024] [--in-flight 4] [--qos 1]
+//                 [--payload-kib 1024] [--in-flight 4] [--qos 1] [--threads 0] [--oauth none]
+//
+// --oauth RS256[,ES256…] adds to scenario 1 the same calls through ingresses that are OAuth 2.1
+// resource servers (http.oauth, an issuer served from this process), timed in turn with the
+// plain bridge: a token reused, and a fresh token each call (bench/README.md, issue 31).
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
+#include <ctime>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -40,6 +46,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -48,6 +55,8 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
 #include <mqtt/async_client.h>
 #include <unistd.h>
 
@@ -57,11 +66,14 @@
 #include "directions/options.hpp"
 #include "mqtt/broker_connection.hpp"
 #include "mqtt/paho/tcp_nodelay.hpp"
+#include "tests/http/client_fake_server.hpp"
 #include "tests/support/bridge_process.hpp"
 #include "tests/support/mosquitto.hpp"
 #include "tests/support/process.hpp"
+#include "tests/support/test_issuer.hpp"
 
 namespace net = boost::asio;
+namespace bhttp = boost::beast::http;
 using tcp = net::ip::tcp;
 using namespace std::chrono_literals;
 using namespace mcpmqtt;
@@ -125,6 +137,8 @@ struct Settings {
   int keepalive_s = 0;    // scenario 3's ingress: mqtt.keepalive_s (0: the daemon's default)
   int threads = 0;        // daemon.threads of both bridge processes (0: the daemon's default)
   int idle_seconds = 10;  // scenario 3: how long the open sessions idle while CPU is measured
+  // Scenario 1's OAuth series (--oauth): the algorithms of their tokens, none when empty.
+  std::vector<std::string> oauth;
 
   // The selected cells in the table's order: native before paho, the default broker first.
   std::vector<Cell> cells() const {
@@ -151,7 +165,7 @@ double us_since(Clock::time_point t0) {
 }
 
 struct Latency {
-  double p50 = 0, p99 = 0;
+  double p50 = 0, p90 = 0, p99 = 0;
   std::size_t n = 0;
 };
 
@@ -159,6 +173,7 @@ Latency summarize(std::vector<double> us) {
   Latency l;
   l.n = us.size();
   l.p50 = percentile(us, 0.50);
+  l.p90 = percentile(us, 0.90);
   l.p99 = percentile(us, 0.99);
   return l;
 }
@@ -179,6 +194,35 @@ Latency time_calls(const Settings& s, const std::function<void()>& call) {
     us.push_back(us_since(t0));
   }
   return summarize(std::move(us));
+}
+
+// time_calls for several series at once, one call of each in turn (warm-up included), so that
+// whatever else the machine does falls on all of them alike; each round starts with the next
+// series, so that none always follows the same one. The cap grows with the series.
+std::vector<Latency> time_interleaved(const Settings& s,
+                                      const std::vector<std::function<void()>>& calls) {
+  const auto n = static_cast<double>(calls.size());
+  const auto warm_end = Clock::now() + std::chrono::duration_cast<Clock::duration>(2s * n);
+  for (std::size_t i = 0; i < s.warmup && Clock::now() < warm_end; ++i)
+    for (std::size_t j = 0; j < calls.size(); ++j)
+      calls[(i + j) % calls.size()]();
+  const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(s.latency_cap_s * n));
+  std::vector<std::vector<double>> us(calls.size());
+  for (auto& v : us)
+    v.reserve(s.requests);
+  for (std::size_t i = 0; i < s.requests && Clock::now() < end; ++i) {
+    for (std::size_t j = 0; j < calls.size(); ++j) {
+      const std::size_t k = (i + j) % calls.size();
+      const auto t0 = Clock::now();
+      calls[k]();
+      us[k].push_back(us_since(t0));
+    }
+  }
+  std::vector<Latency> out;
+  for (auto& v : us)
+    out.push_back(summarize(std::move(v)));
+  return out;
 }
 
 // ---- the table ---------------------------------------------------------------------------
@@ -252,8 +296,9 @@ std::string daemon_section() {
 struct Ingress {
   std::uint16_t port = test::free_loopback_port();
   std::unique_ptr<test::BridgeProcess> proc;
+  // `http_more`: members appended to the "http" section (http.oauth, say).
   Ingress(const std::string& broker_url, Engine engine, std::size_t max_sessions, int qos,
-          int keepalive_s = 0) {
+          int keepalive_s = 0, const std::string& http_more = "") {
     std::ostringstream cfg;
     cfg << R"({"mqtt": {"url": ")" << broker_url << R"(", "client": ")" << name(engine)
         << R"(", "qos": )" << qos;
@@ -261,7 +306,8 @@ struct Ingress {
     cfg << "},"
         << R"("http": {)"
         << R"("listen": "127.0.0.1:)" << port << R"(", "limits": {"max_sessions": )"
-        << max_sessions + 16 << R"(, "max_connections": )" << max_sessions + 256 << "}},"
+        << max_sessions + 16 << R"(, "max_connections": )" << max_sessions + 256 << "}" << http_more
+        << "},"
         << R"("ingress": {"default_server": ")" << kServer << R"("},)"
         << R"("log": {"level": "warn"})" << daemon_section() << "}";
     proc = std::make_unique<test::BridgeProcess>(std::vector<std::string>{}, cfg.str(),
@@ -326,6 +372,185 @@ Latency http_latency(const tcp::endpoint& ep, const std::string& host, const Set
     if (reply.find(kText) == std::string::npos)
       throw std::runtime_error("unexpected answer: " + reply.substr(0, 200));
   });
+}
+
+// ---- OAuth at the ingress (--oauth) -------------------------------------------------------
+
+// The origin every OAuth ingress of the run names as http.public_url (as behind a proxy that
+// ends TLS): their tokens' audience is its /mcp, so one set of tokens serves every column.
+const std::string kOauthPublicUrl = "https://bridge.bench.example";
+// http.oauth.scopes: the one scope, granting the echo server; every token holds it.
+const std::string kOauthScope = "mcp:echo";
+
+// An authorization server as the ingress sees one: its RFC 8414 metadata and its JWK Set on a
+// loopback port (the tests' scripted HTTP server), keys and tokens from the tests' issuer: RSA
+// 2048 for RS256 and PS256, P-256 for ES256, Ed25519 for EdDSA, one key per algorithm.
+class OauthIssuer {
+ public:
+  explicit OauthIssuer(const std::vector<std::string>& algs)
+      : issuer_("http://127.0.0.1:" + std::to_string(server_.port()), kOauthPublicUrl + "/mcp") {
+    for (const auto& alg : algs)
+      issuer_.add_key(kid(alg), alg);
+    const std::string metadata = R"({"issuer":")" + issuer_.issuer() + R"(","jwks_uri":")" +
+                                 issuer_.issuer() +
+                                 R"(/jwks","response_types_supported":["code"]})";
+    server_.start(
+        [metadata, jwks = issuer_.jwks()](test::fake::Conn& c, const test::fake::Request& r) {
+          if (r.target == "/.well-known/oauth-authorization-server")
+            c.json(metadata);
+          else if (r.target == "/jwks")
+            c.json(jwks);
+          else
+            c.respond(404, "text/plain", "not found");
+        });
+  }
+  const std::string& url() const { return issuer_.issuer(); }
+
+  // An access token for the OAuth ingresses' /mcp (typ at+jwt, `alg`'s kid), valid for a day;
+  // `jti` tells tokens apart. `audience`: another resource (the ingress's origin, for /readyz).
+  std::string token(const std::string& alg, std::size_t jti,
+                    const std::string& audience = "") const {
+    const auto now = static_cast<std::int64_t>(std::time(nullptr));
+    auto claims = issuer_.claims(now);
+    if (!audience.empty()) claims.str("aud", audience);
+    claims.num("exp", now + 86400)
+        .str("scope", kOauthScope)
+        .str("client_id", "bench-compare")
+        .str("jti", "bench-" + std::to_string(jti));
+    return issuer_.mint(kid(alg), claims);
+  }
+
+ private:
+  static std::string kid(const std::string& alg) { return "bench-" + alg; }
+
+  test::fake::Server server_;  // bound first: the issuer's URL names its port
+  test::TestIssuer issuer_;
+};
+
+// The "http" members that make an ingress a resource server of `issuer`.
+std::string oauth_http(const OauthIssuer& issuer) {
+  return R"(, "public_url": ")" + kOauthPublicUrl + R"(", "oauth": {"issuer": ")" + issuer.url() +
+         R"(", "scopes": {")" + kOauthScope + R"(": [")" + kServer + R"("]}})";
+}
+
+// A GET of `target` with an Authorization header: the status and the body.
+std::pair<unsigned, std::string> http_get(const tcp::endpoint& ep, const std::string& host,
+                                          const std::string& target,
+                                          const std::string& authorization) {
+  net::io_context io;
+  tcp::socket sock(io);
+  sock.connect(ep);
+  bhttp::request<bhttp::empty_body> req{bhttp::verb::get, target, 11};
+  req.set(bhttp::field::host, host);
+  req.set(bhttp::field::authorization, authorization);
+  bhttp::write(sock, req);
+  boost::beast::flat_buffer buf;
+  bhttp::response<bhttp::string_body> res;
+  bhttp::read(sock, buf, res);
+  return {res.result_int(), std::move(res.body())};
+}
+
+// Waits for an OAuth ingress's /readyz (ready once it has the issuer's keys; a protected route
+// like the others, hence `authorization`); the first call of each series tells what went wrong
+// if it never comes.
+void wait_ready(const Ingress& ingress, const std::string& authorization) {
+  const auto end = Clock::now() + 20s;
+  auto [status, body] = http_get(ingress.ep(), ingress.host(), "/readyz", authorization);
+  while (status != 200 && Clock::now() < end) {
+    std::this_thread::sleep_for(50ms);
+    std::tie(status, body) = http_get(ingress.ep(), ingress.host(), "/readyz", authorization);
+  }
+  if (status != 200) progress("an OAuth ingress is not ready: " + body);
+}
+
+// One series of echo calls through an ingress of its own (`http_more`: its http.oauth), in a
+// session of its own; `authorization` gives each call's Authorization header (nothing when
+// null). open() is the functional check: initialize and a first call must succeed, else it
+// throws with the HTTP status and body.
+struct EchoSeries {
+  Ingress ingress;
+  McpHttpClient client;
+  std::function<std::string()> authorization;
+  std::uint64_t id = 1;
+
+  EchoSeries(const std::string& broker_url, Engine engine, int qos, const std::string& http_more,
+             std::function<std::string()> auth)
+      : ingress(broker_url, engine, 8, qos, 0, http_more),
+        client(ingress.ep(), ingress.host()),
+        authorization(std::move(auth)) {}
+  void open() {
+    if (authorization) client.set_authorization(authorization());
+    client.open_session();
+    call();
+  }
+  void call() {
+    if (authorization) client.set_authorization(authorization());
+    const auto reply = client.call(echo_request(++id, kText));
+    if (reply.find(kText) == std::string::npos)
+      throw std::runtime_error("unexpected answer: " + reply.substr(0, 200));
+  }
+};
+
+// Scenario 1's OAuth results of one column: per algorithm, a token reused (the ingress verifies
+// it once and finds it in its cache after) and a fresh token each call (verified each time).
+struct OauthLatency {
+  Latency plain;                       // the plain bridge, timed with the others
+  Latency control;                     // the plain bridge again, on a second ingress
+  std::vector<Latency> reused, fresh;  // by Settings::oauth
+  // The CPU time of each series' ingress process per call (warm-up included), µs: the bridge,
+  // the control, then as `reused` and `fresh`.
+  std::vector<double> cpu_us;
+};
+
+// One column of scenario 1 with --oauth, against the column's egress and broker: the plain
+// bridge, the same again (an A/A control: how far apart two identical series come out), and per
+// algorithm a token reused and a fresh token each call. Each series has an ingress of its own,
+// so that each process idles alike between its calls (a process called twice in a row answers
+// faster the second time) and fresh tokens filling the verified-token cache (4,096) never evict
+// a reused one.
+OauthLatency oauth_cell(const Settings& s, const std::string& broker_url, Engine e,
+                        const OauthIssuer& issuer,
+                        const std::vector<std::vector<std::string>>& fresh) {
+  std::vector<std::unique_ptr<EchoSeries>> series;
+  const auto lane = [&](const std::string& http_more, std::function<std::string()> auth) {
+    series.push_back(
+        std::make_unique<EchoSeries>(broker_url, e, s.qos, http_more, std::move(auth)));
+  };
+  lane("", nullptr);
+  lane("", nullptr);
+  const auto oauth = oauth_http(issuer);
+  for (const auto& alg : s.oauth)
+    lane(oauth, [bearer = "Bearer " + issuer.token(alg, 0)] { return bearer; });
+  for (const auto& pool : fresh)
+    lane(oauth, [&pool, next = std::size_t{0}]() mutable {
+      return "Bearer " + pool[next++ % pool.size()];
+    });
+  const auto probe = "Bearer " + issuer.token(s.oauth[0], 0, kOauthPublicUrl);
+  std::vector<std::function<void()>> calls;
+  for (auto& one : series) {
+    if (one->authorization) wait_ready(one->ingress, probe);
+    one->open();
+    calls.push_back([&one] { one->call(); });
+  }
+  std::vector<double> cpu0;
+  std::vector<std::uint64_t> id0;
+  for (const auto& one : series) {
+    cpu0.push_back(cpu_seconds(one->ingress.proc->pid()));
+    id0.push_back(one->id);
+  }
+  auto timed = time_interleaved(s, calls);
+  OauthLatency o;
+  for (std::size_t k = 0; k < series.size(); ++k) {
+    const auto& one = *series[k];
+    o.cpu_us.push_back((cpu_seconds(one.ingress.proc->pid()) - cpu0[k]) * 1e6 /
+                       static_cast<double>(std::max<std::uint64_t>(1, one.id - id0[k])));
+  }
+  o.plain = timed[0];
+  o.control = timed[1];
+  const auto algs = static_cast<std::ptrdiff_t>(s.oauth.size());
+  o.reused.assign(timed.begin() + 2, timed.begin() + 2 + algs);
+  o.fresh.assign(timed.begin() + 2 + algs, timed.end());
+  return o;
 }
 
 // Events counted on other threads, waited for with a deadline.
@@ -621,6 +846,53 @@ Throughput load(const tcp::endpoint& ep, const std::string& host, std::size_t co
 
 // ---- the scenarios -----------------------------------------------------------------------
 
+// Scenario 1's OAuth rows: the plain bridge timed with them, its A/A control, and per
+// algorithm the series with a token reused and with a fresh one each call.
+void oauth_rows(const Settings& s, const PerCell<Latency>& bridge,
+                const PerCell<OauthLatency>& oauth) {
+  auto us = [](double v) { return fmt("%.0f", v); };
+  // p50 / p90 / p99 and the ingress's CPU per call of series `k` (OauthLatency::cpu_us).
+  auto spread = [&](const Latency& l, std::size_t i, std::size_t k) {
+    return us(l.p50) + " / " + us(l.p90) + " / " + us(l.p99) + "; " + us(oauth[i]->cpu_us[k]);
+  };
+  auto series_row = [&](const std::string& what, std::size_t k,
+                        const std::function<const Latency&(const OauthLatency&)>& pick) {
+    std::array<std::string, kCells> cells;
+    for (std::size_t i = 0; i < kCells; ++i)
+      if (oauth[i]) cells[i] = spread(pick(*oauth[i]), i, k);
+    g_rows.push_back(
+        {"", what + ": p50 / p90 / p99 µs; the ingress's CPU µs per call", cells, "", "", "", ""});
+  };
+  const auto algs = s.oauth.size();
+  PerCell<double> control;
+  for (std::size_t i = 0; i < kCells; ++i)
+    if (oauth[i]) control[i] = oauth[i]->control.p50 / bridge[i]->p50;
+  series_row("bridge (timed with the OAuth series)", 0,
+             [](const OauthLatency& o) -> const Latency& { return o.plain; });
+  series_row("the same on a second ingress (A/A control)", 1,
+             [](const OauthLatency& o) -> const Latency& { return o.control; });
+  g_rows.push_back({"", "A/A control: p50 ÷ bridge's p50",
+                    each(control, [](double v) { return fmt("%.3f", v); }), "", "", "", ""});
+  for (std::size_t a = 0; a < algs; ++a) {
+    const std::string& alg = s.oauth[a];
+    PerCell<double> ratio, extra;
+    for (std::size_t i = 0; i < kCells; ++i) {
+      if (!oauth[i]) continue;
+      ratio[i] = oauth[i]->reused[a].p50 / bridge[i]->p50;
+      extra[i] = oauth[i]->fresh[a].p50 - bridge[i]->p50;
+    }
+    series_row("OAuth " + alg + ", token reused", 2 + a,
+               [a](const OauthLatency& o) -> const Latency& { return o.reused[a]; });
+    g_rows.push_back({"", "OAuth " + alg + ", token reused: p50 ÷ bridge's p50",
+                      each(ratio, [](double v) { return fmt("%.3f", v); }), "", "", "≤ 1.05",
+                      met(ratio, [](double v) { return v <= 1.05; })});
+    series_row("OAuth " + alg + ", a fresh token each call", 2 + algs + a,
+               [a](const OauthLatency& o) -> const Latency& { return o.fresh[a]; });
+    g_rows.push_back({"", "OAuth " + alg + ", a fresh token each call: p50 − bridge's p50, µs",
+                      each(extra, us), "", "", "", ""});
+  }
+}
+
 void scenario_latency(const Settings& s) {
   progress("scenario 1: supergateway, stdio direct");
   Latency gateway;
@@ -629,7 +901,22 @@ void scenario_latency(const Settings& s) {
     gateway = http_latency(sg.ep(), sg.host(), s);
   }
   const Latency direct = stdio_direct(s);
+  // --oauth: the issuer, and the tokens of the fresh-token series (one per call), minted before
+  // anything is timed; each column's ingresses are new, so each sees every token for the first
+  // time.
+  std::optional<OauthIssuer> issuer;
+  std::vector<std::vector<std::string>> fresh_tokens;
+  if (!s.oauth.empty()) {
+    progress("scenario 1: the issuer's keys and tokens");
+    issuer.emplace(s.oauth);
+    for (const auto& alg : s.oauth) {
+      auto& pool = fresh_tokens.emplace_back();
+      for (std::size_t i = 0; i < s.warmup + s.requests + 2; ++i)
+        pool.push_back(issuer->token(alg, i));
+    }
+  }
   PerCell<Latency> bridge, floor;
+  PerCell<OauthLatency> oauth;
   // One broker per set-up, shared by the engines' bridges and floors in turn.
   for (Broker b : s.brokers) {
     auto broker = start_broker(b);
@@ -638,8 +925,13 @@ void scenario_latency(const Settings& s) {
       progress("scenario 1", c);
       {
         Egress egress(broker->url(), e, 8, s.qos);
-        Ingress ingress(broker->url(), e, 8, s.qos);
-        bridge[c.index()] = http_latency(ingress.ep(), ingress.host(), s);
+        if (!issuer) {
+          Ingress ingress(broker->url(), e, 8, s.qos);
+          bridge[c.index()] = http_latency(ingress.ep(), ingress.host(), s);
+        } else {
+          oauth[c.index()] = oauth_cell(s, broker->url(), e, *issuer, fresh_tokens);
+          bridge[c.index()] = oauth[c.index()]->plain;
+        }
       }
       floor[c.index()] = mqtt_floor(e, broker->url(), s);
     }
@@ -656,6 +948,8 @@ void scenario_latency(const Settings& s) {
                     std::to_string(gateway.n), std::to_string(direct.n), "", ""});
   g_rows.push_back({"", "p50 µs", each(bridge, [&](const Latency& l) { return us(l.p50); }),
                     us(gateway.p50), us(direct.p50), "", ""});
+  g_rows.push_back({"", "p90 µs", each(bridge, [&](const Latency& l) { return us(l.p90); }),
+                    us(gateway.p90), us(direct.p90), "", ""});
   g_rows.push_back({"", "p99 µs", each(bridge, [&](const Latency& l) { return us(l.p99); }),
                     us(gateway.p99), us(direct.p99), "", ""});
   g_rows.push_back({"", "p50 ÷ supergateway's p50",
@@ -669,6 +963,7 @@ void scenario_latency(const Settings& s) {
                     ""});
   g_rows.push_back({"", "bridge's own time at p50: bridge − floor − stdio, µs", each(own, us), "",
                     "", "≤ 100", met(own, [](double v) { return v <= 100; })});
+  oauth_rows(s, bridge, oauth);
 }
 
 void scenario_throughput(const Settings& s) {
@@ -982,6 +1277,17 @@ void print_table(const Settings& s) {
         "own. A floor that stalls as the bridge does (Nagle) leaves no meaningful own time. Each "
         "latency series: %zu calls after a warm-up, or fewer when it reached %.0f s.\n",
         s.requests, s.latency_cap_s);
+  if (s.only.count(1) && !s.oauth.empty())
+    std::printf(
+        "Scenario 1 with OAuth: per column, series through ingresses of their own against the "
+        "same egress and broker, one call of each in turn (each round starting with the next "
+        "series): the plain bridge (the rows above), the same again on a second ingress (an A/A "
+        "control), and per algorithm a token reused (typ at+jwt; verified once, then found by "
+        "its SHA-256 in the ingress's cache) and a fresh token each call (a new jti, minted "
+        "before the run; verified each time). The OAuth ingresses have http.oauth with an issuer "
+        "served by this process (RFC 8414 metadata and JWK Set on loopback), http.public_url "
+        "%s and one scope granting the echo server.\n",
+        kOauthPublicUrl.c_str());
   if (s.only.count(3))
     std::printf(
         "Scenario 3: %zu sessions with the native engine, %zu with Paho; the MQTT echo server "
@@ -1014,7 +1320,7 @@ int main(int argc, char** argv) {
       "                     [--requests 2000] [--latency-cap-s 15] [--seconds 10]\n"
       "                     [--concurrency 64] [--sessions 10000] [--paho-sessions 5000]\n"
       "                     [--idle-seconds 10] [--keepalive 0] [--payload-kib 1024]\n"
-      "                     [--in-flight 4] [--qos 1] [--threads 0]\n"
+      "                     [--in-flight 4] [--qos 1] [--threads 0] [--oauth none]\n"
       "--engines: mqtt.client of the bridge processes; --brokers: Mosquitto as shipped (default)\n"
       "  or with set_tcp_nodelay true (tuned); the table has a column per combination\n"
       "  (scenario 4 runs on the default broker only)\n"
@@ -1022,7 +1328,11 @@ int main(int argc, char** argv) {
       "--sessions / --paho-sessions: scenario 3's sessions with the native / Paho engine (Paho:\n"
       "  5000, or --sessions when fewer)\n"
       "--keepalive: scenario 3's mqtt.keepalive_s, 0 for the daemon's default\n"
-      "--threads: daemon.threads of both bridge processes, 0 for the daemon's default\n";
+      "--threads: daemon.threads of both bridge processes, 0 for the daemon's default\n"
+      "--oauth: scenario 1 also through ingresses that are OAuth resource servers (http.oauth),\n"
+      "  timed in turn with the plain bridge, for tokens of each listed algorithm (RS256, PS256,\n"
+      "  ES256, EdDSA; e.g. RS256,ES256): one token reused (verified once, then found in the\n"
+      "  ingress's cache) and a fresh token each call (verified each time); none: no OAuth\n";
   const int rc = parse_options(argc, argv, usage, [&](const std::string& a, const std::string& v) {
     if (a == "--only") {
       s.only.clear();
@@ -1058,6 +1368,16 @@ int main(int argc, char** argv) {
     } else if (a == "--threads") {
       s.threads = std::stoi(v);
       if (s.threads < 0 || s.threads > 64) throw std::invalid_argument("threads");
+    } else if (a == "--oauth") {
+      s.oauth.clear();
+      if (v == "none") return true;
+      std::stringstream ss(v);
+      for (std::string alg; std::getline(ss, alg, ',');) {
+        if (alg != "RS256" && alg != "PS256" && alg != "ES256" && alg != "EdDSA")
+          throw std::invalid_argument(alg);
+        if (std::find(s.oauth.begin(), s.oauth.end(), alg) == s.oauth.end()) s.oauth.push_back(alg);
+      }
+      if (s.oauth.empty()) throw std::invalid_argument(v);
     } else if (a == "--in-flight") {
       s.in_flight = std::stoul(v);
     } else {

@@ -33,6 +33,8 @@ run bench_jwt --tokens 20 --runs 1
 run bench_compare --only 1,2,3,4 --engines native,paho --brokers default --requests 40 \
   --latency-cap-s 5 --seconds 1 --concurrency 4 --sessions 40 --paho-sessions 40 \
   --idle-seconds 1 --payload-kib 64
+# Scenario 1 with OAuth at the ingress (an issuer in-process; every series must get its answers).
+run bench_compare --only 1 --engines native --brokers default --requests 40 --oauth RS256,ES256
 run bench_fanout --streams 40 --per-session 10 --updates 3 --interval-ms 50
 run bench_fanout --mode sessions --streams 20 --updates 3 --interval-ms 50
 run bench_modern --seconds 1 --rounds 1 --requests 40 --concurrency 4
