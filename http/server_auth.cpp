@@ -200,11 +200,10 @@ Authenticator::Outcome Authenticator::check(const Request& req, const Route& rou
                                       : "a bearer token not in http.bearer_tokens_file");
   }
 
-  const auto scope_hint = scopes_reaching(server);
   if (!token) {
     // RFC 6750 §3.1: a request without credentials gets the challenge without an error code.
     return refuse(
-        challenge(401, "", "", path, host, scope_hint,
+        challenge(401, "", "", path, host, scopes_reaching(server),
                   "Unauthorized: send \"Authorization: Bearer <access token>\" with a "
                   "token from " +
                       options_.issuer + "; the resource metadata (RFC 9728) is at " + base(host) +
@@ -225,8 +224,10 @@ Authenticator::Outcome Authenticator::check(const Request& req, const Route& rou
   rules.audiences = audiences(route, path, server, host);
   const auto now = static_cast<std::int64_t>(std::time(nullptr));
   const auto digest = token_digest(*token);
-  auto hit = cache_->find(digest);
-  std::optional<auth::Claims> claims;
+  const auto hit = cache_->find(digest);
+  // The claims checked: those of the cache entry (`hit` keeps them), or `fresh` ones.
+  const auth::Claims* claims = nullptr;
+  std::optional<auth::Claims> fresh;
   if (options_.introspects() && !auth::looks_like_jws(*token)) {
     // An opaque token: only its issuer can say what it is (RFC 7662 §2.1).
     if (token->size() > auth::kMaxTokenBytes) {
@@ -244,7 +245,7 @@ Authenticator::Outcome Authenticator::check(const Request& req, const Route& rou
     }
     if (!hit->claims) return invalid(hit->refusal);
     if (auto why = recheck(*hit->claims, rules, now); !why.empty()) return invalid(why);
-    claims = std::move(hit->claims);
+    claims = &*hit->claims;
   }
   const auto keys = keys_ ? keys_->keys() : nullptr;
   if (!claims && keys && hit && hit->keys == keys && hit->claims) {
@@ -252,7 +253,7 @@ Authenticator::Outcome Authenticator::check(const Request& req, const Route& rou
     // checked again (the signature, typ and iss cannot have changed). Keys fetched since (a
     // rotation may have withdrawn the one that signed it): verified again.
     if (auto why = recheck(*hit->claims, rules, now); !why.empty()) return invalid(why);
-    claims = std::move(hit->claims);
+    claims = &*hit->claims;
   }
   if (!claims) {
     auto parsed = auth::parse_token(*token, rules_.algorithms);
@@ -268,7 +269,8 @@ Authenticator::Outcome Authenticator::check(const Request& req, const Route& rou
     }
     cache_->remember(
         digest, Verified{keys, *verified, {}, verified->expires_at + rules_.clock_skew.count()});
-    claims = std::move(*verified);
+    fresh = std::move(*verified);
+    claims = &*fresh;
   }
   auto& p = out.principal;
   p.key = "oauth:" + claims->issuer + "|" + claims->subject;
@@ -284,6 +286,7 @@ Authenticator::Outcome Authenticator::check(const Request& req, const Route& rou
   if (options_.keep_access_token) p.access_token = std::make_shared<const std::string>(*token);
   if (!server.empty() && !p.may_reach(server)) {
     // RFC 6750 §3.1: the token is valid but its scopes do not reach this server.
+    const auto scope_hint = scopes_reaching(server);
     const auto needed =
         scope_hint.empty() ? std::string("(no configured scope reaches it)") : scope_hint;
     return refuse(
@@ -305,17 +308,27 @@ Authenticator::Outcome Authenticator::check(const Request& req, const Route& rou
 }
 
 std::string Authenticator::token_digest(std::string_view token) {
+  // OpenSSL 3 looks SHA-256 up in its providers on every EVP_Digest(EVP_sha256()) and allocates
+  // a context: most of what a request with a known token costs (bench_compare --oauth). The
+  // algorithm is fetched once, and each thread reuses its context.
+  static EVP_MD* const sha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  thread_local const std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(),
+                                                                                 &EVP_MD_CTX_free);
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int n = 0;
-  EVP_Digest(token.data(), token.size(), out, &n, EVP_sha256(), nullptr);
+  if (!sha256 || !ctx || EVP_DigestInit_ex2(ctx.get(), sha256, nullptr) != 1 ||
+      EVP_DigestUpdate(ctx.get(), token.data(), token.size()) != 1 ||
+      EVP_DigestFinal_ex(ctx.get(), out, &n) != 1) {
+    EVP_Digest(token.data(), token.size(), out, &n, EVP_sha256(), nullptr);
+  }
   return std::string(reinterpret_cast<const char*>(out), n);
 }
 
-std::optional<Authenticator::Verified> Authenticator::TokenCache::find(
+std::shared_ptr<const Authenticator::Verified> Authenticator::TokenCache::find(
     const std::string& digest) const {
   std::lock_guard lock(mu_);
   auto it = entries_.find(digest);
-  if (it == entries_.end()) return std::nullopt;
+  if (it == entries_.end()) return nullptr;
   return it->second;
 }
 
@@ -324,10 +337,10 @@ void Authenticator::TokenCache::remember(const std::string& digest, Verified ent
   if (entries_.size() >= kEntries && !entries_.contains(digest)) {
     // Bounded: the useless go first; if none is, everything (a new check each).
     const auto now = static_cast<std::int64_t>(std::time(nullptr));
-    std::erase_if(entries_, [now](const auto& e) { return e.second.valid_until <= now; });
+    std::erase_if(entries_, [now](const auto& e) { return e.second->valid_until <= now; });
     if (entries_.size() >= kEntries) entries_.clear();
   }
-  entries_[digest] = std::move(entry);
+  entries_[digest] = std::make_shared<const Verified>(std::move(entry));
 }
 
 void Authenticator::introspect(const Request& req, std::function<void(std::string)> done) const {

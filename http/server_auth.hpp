@@ -133,12 +133,12 @@ class Authenticator {
   class TokenCache {
    public:
     static constexpr std::size_t kEntries = 4096;
-    std::optional<Verified> find(const std::string& digest) const;
+    std::shared_ptr<const Verified> find(const std::string& digest) const;
     void remember(const std::string& digest, Verified entry);
 
    private:
     mutable std::mutex mu_;
-    std::unordered_map<std::string, Verified> entries_;
+    std::unordered_map<std::string, std::shared_ptr<const Verified>> entries_;
   };
   // RFC 7662 answers that refuse a token are kept this long (at most cache_max_s): a flood of
   // bad tokens reaches the issuer once per token and half-minute, not once per request.
