@@ -160,6 +160,7 @@ void ServerConnection::on_header(beast::error_code ec) {
   const auto expect = req.find(bhttp::field::expect);
   expects_continue_ = expect != req.end() && iequals(sv(expect->value()), "100-continue");
   principal_ = {};
+  readiness_detail_ = true;
   if (auto rejection = precheck(req, route_, local_, !cors_origin_.empty(), *state_, label_))
     return reject(std::move(*rejection));
   authenticate(false);
@@ -190,6 +191,13 @@ void ServerConnection::authenticate(bool retried, std::string unavailable) {
                                                       : route_.server_name;
   auto outcome = unavailable.empty() ? state_->auth.check(req, route_, server, retried)
                                      : state_->auth.unavailable(unavailable);
+  if (route_.kind == Route::Kind::readyz && outcome.kind != Authenticator::Outcome::Kind::allowed) {
+    // Readiness probes (an orchestrator, a load balancer, the container's healthcheck) carry no
+    // token: they get the status code, and the reasons, which name brokers, servers and the
+    // issuer, stay for callers the authenticator allows.
+    readiness_detail_ = false;
+    outcome = {};
+  }
   switch (outcome.kind) {
     case Authenticator::Outcome::Kind::introspect:
       // An opaque token: ask its issuer (RFC 7662 §2.1), then decide from the answer kept. The
@@ -295,7 +303,11 @@ void ServerConnection::on_request() {
       const bool ready = state_->backend.ready();
       Response res{ready ? bhttp::status::ok : bhttp::status::service_unavailable, 11};
       res.set(bhttp::field::content_type, "text/plain; charset=utf-8");
-      const auto why = ready ? std::string() : state_->backend.not_ready_reason();
+      // Without the detail, only what every protected route answers anyone already: why
+      // tokens cannot be checked now.
+      const auto why = ready               ? std::string()
+                       : readiness_detail_ ? state_->backend.not_ready_reason()
+                                           : state_->auth.problem();
       res.body() = ready ? "ready" : why.empty() ? "not ready" : "not ready: " + why;
       return write_response(std::move(res), false);
     }

@@ -143,6 +143,8 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection>,
   // Per request.
   Route route_;
   bridge::Principal principal_;  // of the request being served
+  // /readyz says why it is not ready only to a caller the authenticator allows.
+  bool readiness_detail_ = true;
   bool expects_continue_ = false;
   bool keep_alive_ = true;
   bool head_request_ = false;

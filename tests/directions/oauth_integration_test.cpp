@@ -185,6 +185,11 @@ TEST_CASE(
   CHECK(early.status == 503);
   CHECK(early.error_message().find("cannot") != std::string::npos);
   CHECK(early.has("retry-after"));
+  // A probe without a token learns the status and why tokens cannot be checked, nothing more.
+  const auto probe = get(bridge, "/readyz");
+  CHECK(probe.status == 503);
+  CHECK(probe.body.starts_with("not ready: cannot fetch"));
+  CHECK(probe.body.find("broker") == std::string::npos);
   AuthServer as({"--port", std::to_string(port)});
   const auto token =
       as.token("http://127.0.0.1:" + std::to_string(bridge.port) + "/mcp", "mcp:all");
@@ -194,6 +199,7 @@ TEST_CASE(
     if (status != 200) std::this_thread::sleep_for(200ms);
   }
   CHECK(status == 200);
+  CHECK(get(bridge, "/readyz").body == "ready");
 }
 
 TEST_CASE(

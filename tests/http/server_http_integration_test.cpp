@@ -231,7 +231,10 @@ TEST_CASE("http: an oversized body gets 413 with a JSON-RPC error", "[http][inte
   check_still_serving(ts, sid);
 }
 
-TEST_CASE("http: bearer tokens guard every route but /healthz", "[http][integration]") {
+TEST_CASE(
+    "http: bearer tokens guard every route but /healthz; /readyz answers its status without "
+    "one, and why only with one",
+    "[http][integration]") {
   TestServer ts(config_with([](auto& c) { c.bearer_tokens = {"s3cret-token", "other"}; }));
   const auto host = ts.host();
   RawClient c(ts.endpoint);
@@ -251,6 +254,19 @@ TEST_CASE("http: bearer tokens guard every route but /healthz", "[http][integrat
   CHECK(c.request(bhttp::verb::get, "/metrics", {{"Host", host}}).status == 401);
   CHECK(c.request(bhttp::verb::get, "/healthz", {{"Host", host}}).status == 200);
   CHECK(ts.backend.session_count() == 0);
+  // Probes carry no token: the status code, not the reasons.
+  auto probe = c.request(bhttp::verb::get, "/readyz", {{"Host", host}});
+  CHECK(probe.status == 200);
+  CHECK(probe.body == "ready");
+  ts.backend.ready_ = false;
+  probe = c.request(bhttp::verb::get, "/readyz", {{"Host", host}});
+  CHECK(probe.status == 503);
+  CHECK(probe.body == "not ready");
+  auto told =
+      c.request(bhttp::verb::get, "/readyz", {{"Host", host}, {"Authorization", "Bearer other"}});
+  CHECK(told.status == 503);
+  CHECK(told.body == "not ready: the broker connection is down");
+  ts.backend.ready_ = true;
 
   auto good_headers = post_headers(host);
   good_headers.emplace_back("Authorization", "Bearer s3cret-token");
@@ -416,6 +432,7 @@ TEST_CASE("http: /servers, /healthz, /readyz and /metrics", "[http][integration]
   ts.backend.ready_ = false;
   auto not_ready = c.request(bhttp::verb::get, "/readyz", {{"Host", ts.host()}});
   CHECK(not_ready.status == 503);
+  CHECK(not_ready.body == "not ready: the broker connection is down");
   auto metrics = c.request(bhttp::verb::get, "/metrics", {{"Host", ts.host()}});
   CHECK(metrics.status == 200);
   CHECK(metrics.header("content-type").starts_with("text/plain; version=0.0.4"));

@@ -92,6 +92,7 @@ class FakeBackend : public http::Backend {
     return R"({"servers":[{"name":"demo/everything"}]})";
   }
   bool ready() override { return ready_; }
+  std::string not_ready_reason() override { return "the broker connection is down"; }
   std::string metrics_text() override { return "fake_backend_up 1\n"; }
 
   std::atomic<bool> ready_{true};
