@@ -204,7 +204,7 @@ TEST_CASE(
 
 TEST_CASE(
     "HTTP egress to a protected upstream, end to end: mcpServers url with oauth (client "
-    "credentials, RFC 6749 §4.4) publishes another bridge's OAuth-protected /mcp on MQTT; a "
+    "credentials, RFC 6749 §4.4) publishes another bridge's OAuth-protected /mcp on MQTT - a "
     "client reaches its tool through both, across token renewals, and never sees a token",
     "[egress][oauth]") {
   AuthServer as({"--ttl", "3"});

@@ -66,7 +66,7 @@ std::vector<std::string> authorizations(const test::fake::Server& srv, const std
 
 TEST_CASE(
     "HTTP egress to a protected upstream: every request carries the client credentials token "
-    "(RFC 6749 §4.4) for the upstream's URL (RFC 8707 §2); a 401 is retried once with another "
+    "(RFC 6749 §4.4) for the upstream's URL (RFC 8707 §2), a 401 is retried once with another "
     "token (RFC 6750 §3.1), a second 401 answers the request",
     "[integration][http][client][oauth]") {
   // Tokens that fail at the upstream: the first one the test condemns, or every one.

@@ -232,7 +232,7 @@ TEST_CASE("http: an oversized body gets 413 with a JSON-RPC error", "[http][inte
 }
 
 TEST_CASE(
-    "http: bearer tokens guard every route but /healthz; /readyz answers its status without "
+    "http: bearer tokens guard every route but /healthz - /readyz answers its status without "
     "one, and why only with one",
     "[http][integration]") {
   TestServer ts(config_with([](auto& c) { c.bearer_tokens = {"s3cret-token", "other"}; }));
