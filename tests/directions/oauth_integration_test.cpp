@@ -66,6 +66,8 @@ TEST_CASE(
   Mosquitto broker;
   Bridge bridge(broker, servers_of(MCPMQTT_TEST_SERVER), "demo/test", "", oauth_extra(as.issuer));
   REQUIRE(bridge.proc->wait_for_log("[directory] demo/test online"));
+  // The issuer's keys are fetched after start: a token is checked once they are in.
+  REQUIRE(bridge.proc->wait_for_log("JWK Set"));
   const std::vector<std::vector<std::string>> variants{
       {"--sdk", "v1"}, {"--sdk", "v2", "--era", "2025"}, {"--sdk", "v2", "--era", "2026"}};
   for (const auto& v : variants) {
@@ -102,6 +104,8 @@ TEST_CASE(
   Bridge bridge(broker, servers_of(MCPMQTT_TEST_SERVER), "demo/test", "",
                 oauth_extra(as.issuer, R"(, "clock_skew_s": 0)"));
   REQUIRE(bridge.proc->wait_for_log("[directory] demo/test online"));
+  // The issuer's keys are fetched after start: a token is checked once they are in.
+  REQUIRE(bridge.proc->wait_for_log("JWK Set"));
   REQUIRE(bridge.proc->wait_for_log("[directory] other/srv online"));
   const std::string base = "http://127.0.0.1:" + std::to_string(bridge.port);
 
@@ -212,6 +216,7 @@ TEST_CASE(
   // The protected upstream: a bridge whose HTTP ingress is a resource server of `as`.
   Bridge upstream(broker, R"({"demo/test": {"command": ")" MCPMQTT_TEST_SERVER R"("}})",
                   "demo/test", "", oauth_extra(as.issuer));
+  REQUIRE(upstream.proc->wait_for_log("JWK Set"));
   TempDir dir;
   const auto secret = dir.write("secret", "secret\n");
   Bridge front(broker,
@@ -307,6 +312,8 @@ TEST_CASE(
   Bridge bridge(broker, servers_of(MCPMQTT_TEST_SERVER), "demo/test", "",
                 introspecting_extra(as.issuer, dir));
   REQUIRE(bridge.proc->wait_for_log("[directory] demo/test online"));
+  // The issuer's keys are fetched after start: a token is checked once they are in.
+  REQUIRE(bridge.proc->wait_for_log("JWK Set"));
   REQUIRE(bridge.proc->wait_for_log("[directory] other/srv online"));
   const std::string base = "http://127.0.0.1:" + std::to_string(bridge.port);
 
@@ -351,6 +358,8 @@ TEST_CASE(
   Bridge bridge(broker, servers_of(MCPMQTT_TEST_SERVER), "demo/test", "",
                 introspecting_extra(as.issuer, dir));
   REQUIRE(bridge.proc->wait_for_log("[directory] demo/test online"));
+  // The issuer's keys are fetched after start: a token is checked once they are in.
+  REQUIRE(bridge.proc->wait_for_log("JWK Set"));
   const std::string base = "http://127.0.0.1:" + std::to_string(bridge.port);
   const auto jwt = as.token(base + "/mcp", "mcp:all");
   REQUIRE(std::count(jwt.begin(), jwt.end(), '.') == 2);
@@ -373,6 +382,8 @@ TEST_CASE(
   Bridge bridge(broker, servers_of(MCPMQTT_TEST_SERVER), "demo/test", "",
                 introspecting_extra(as.issuer, dir, R"(, "cache_max_s": 4)"));
   REQUIRE(bridge.proc->wait_for_log("[directory] demo/test online"));
+  // The issuer's keys are fetched after start: a token is checked once they are in.
+  REQUIRE(bridge.proc->wait_for_log("JWK Set"));
   const std::string base = "http://127.0.0.1:" + std::to_string(bridge.port);
   const auto cached = as.token(base + "/mcp", "mcp:all");
   const auto unseen = as.token(base + "/mcp", "mcp:all");
