@@ -5,6 +5,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -42,10 +43,15 @@ inline http::UpstreamSpec test_spec(const std::string& url) {
 class ClientHarness {
  public:
   explicit ClientHarness(http::UpstreamSpec spec)
+      : ClientHarness([spec](const boost::asio::any_io_executor&) { return spec; }) {}
+  // The spec made on the harness's event loop, for parts of it that run there too (an OAuth
+  // client's token source), as the daemon runs them beside the sessions.
+  explicit ClientHarness(
+      std::function<http::UpstreamSpec(const boost::asio::any_io_executor&)> make_spec)
       : strand_(boost::asio::make_strand(ioc_)), guard_(ioc_.get_executor()) {
     thread_ = std::thread([this] { ioc_.run(); });
-    on_strand([this, spec = std::move(spec)]() mutable {
-      channel_ = http::ClientChannel::create(strand_, std::move(spec));
+    on_strand([this, make_spec = std::move(make_spec)] {
+      channel_ = http::ClientChannel::create(strand_, make_spec(ioc_.get_executor()));
       bridge::Channel::Receiver r;
       r.on_message = [this](jsonrpc::Message m) {
         std::lock_guard<std::mutex> l(m_);

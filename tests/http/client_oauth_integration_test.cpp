@@ -5,11 +5,9 @@
 // A real authorization server (oidc-provider, tests/node/oauth-server.mjs) and a scripted
 // upstream on loopback.
 #include <atomic>
+#include <functional>
 #include <set>
-#include <thread>
 
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
 
 #include "http/oauth_client_credentials.hpp"
@@ -27,32 +25,24 @@ using test::fake::Request;
 
 namespace {
 
-// ClientCredentials on an event loop of its own, as the daemon runs it beside the sessions.
-struct TokenLoop {
-  boost::asio::io_context ioc;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard{
-      ioc.get_executor()};
-  std::thread thread{[this] { ioc.run(); }};
-  std::shared_ptr<http::ClientCredentials> client;
-
-  TokenLoop(const std::string& issuer, const std::string& resource,
-            const std::string& secret = "secret") {
+// The upstream's spec with a ClientCredentials token source for it, made on the harness's loop
+// (the daemon runs both on the sessions' loop), as client svc with `secret`.
+std::function<http::UpstreamSpec(const boost::asio::any_io_executor&)> with_tokens(
+    const std::string& issuer, const std::string& url, const std::string& secret = "secret") {
+  return [=](const boost::asio::any_io_executor& executor) {
     http::ClientCredentials::Options o;
     o.server.issuer = issuer;
     o.client_id = "svc";
     o.client_secret = secret;
     o.scope = "mcp:all";
-    o.resource = resource;
-    auto made = http::ClientCredentials::create(ioc.get_executor(), o);
+    o.resource = url;
+    auto made = http::ClientCredentials::create(executor, o);
     REQUIRE(made);
-    client = *made;
-  }
-  ~TokenLoop() {
-    client->stop();
-    guard.reset();
-    thread.join();
-  }
-};
+    auto spec = test_spec(url);
+    spec.bearer = *made;
+    return spec;
+  };
+}
 
 // The upstream's view: the Authorization header of each POST of `method`, in order.
 std::vector<std::string> authorizations(const test::fake::Server& srv, const std::string& needle) {
@@ -92,10 +82,7 @@ TEST_CASE(
   test::fake::Server srv(test::fake::mcp(script));
   // oidc-provider issues tokens for this upstream only: a grant with another resource fails.
   test::AuthServer as({"--resource", srv.url()});
-  TokenLoop tokens(as.issuer, srv.url());
-  auto spec = test_spec(srv.url());
-  spec.bearer = tokens.client;
-  ClientHarness c(spec);
+  ClientHarness c(with_tokens(as.issuer, srv.url()));
   test::initialize(c);
 
   c.send(test::tool_call(2, "echo"));
@@ -143,10 +130,7 @@ TEST_CASE(
   test::fake::Server srv(test::fake::mcp({}));
   SECTION("a wrong client secret") {
     test::AuthServer as;
-    TokenLoop tokens(as.issuer, srv.url(), "not-the-secret");
-    auto spec = test_spec(srv.url());
-    spec.bearer = tokens.client;
-    ClientHarness c(spec);
+    ClientHarness c(with_tokens(as.issuer, srv.url(), "not-the-secret"));
     c.send(test::kClientInitialize);
     const auto e = c.next();
     REQUIRE(e.kind() == jsonrpc::Kind::error);
@@ -161,10 +145,7 @@ TEST_CASE(
   }
   SECTION("the authorization server unreachable") {
     const std::string issuer = "http://127.0.0.1:" + std::to_string(test::free_loopback_port());
-    TokenLoop tokens(issuer, srv.url());
-    auto spec = test_spec(srv.url());
-    spec.bearer = tokens.client;
-    ClientHarness c(spec);
+    ClientHarness c(with_tokens(issuer, srv.url()));
     c.send_all({test::kClientInitialize, test::request_body(2, "tools/list")});
     for (int id : {1, 2}) {
       const auto e = c.next();
