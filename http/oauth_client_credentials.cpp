@@ -65,14 +65,6 @@ void ClientCredentials::token(Done done) {
   });
 }
 
-void ClientCredentials::invalidate() {
-  net::post(strand_, [self = shared_from_this()] {
-    self->token_.clear();
-    self->refresh_at_ = {};
-    self->expires_ = {};
-  });
-}
-
 void ClientCredentials::bearer(BearerSource::Done done) {
   token([done = std::move(done)](const Expected<std::string, Error>& r) {
     if (r) return done(*r);

@@ -7,7 +7,7 @@
 // again for retry_min, doubling up to retry_max, unless a token still valid is cached. Neither
 // the secret nor a token is ever logged.
 //
-// One strand of its own. token(), invalidate() and stop() may be called from any thread; `done`
+// One strand of its own. token(), refused() and stop() may be called from any thread; `done`
 // runs on this object's strand: post back to your own.
 #pragma once
 
@@ -65,13 +65,12 @@ class ClientCredentials final : public BearerSource,
 
   // The access token to send as `Authorization: Bearer`.
   void token(Done done);
-  // The upstream refused the cached token (401): the next token() asks for a new one.
-  void invalidate();
   // Ends a request under way; every pending token() is answered with an error.
   void stop() override;
 
-  // BearerSource, for the HTTP egress: token() with the error's reason; invalidate() only when
-  // `token` is still the cached one (a 401 to an older token, answered late, keeps a new one).
+  // BearerSource, for the HTTP egress: token() with the error's reason. refused(): the upstream
+  // answered 401 to `token`; if it is still the cached one (a 401 to an older token, answered
+  // late, keeps a new one), the next token() asks for a new one.
   void bearer(BearerSource::Done done) override;
   void refused(const std::string& token) override;
   std::string describe() const override;

@@ -32,6 +32,13 @@ std::string oauth_extra(const std::string& issuer, const std::string& more = "")
          R"(", "scopes": {"mcp:all": ["#"], "mcp:demo": ["demo/#"]})" + more + "}";
 }
 
+// The bridge's demo/test online and the issuer's keys in: the keys are fetched after start, so
+// a token is checked only once they are.
+void wait_for_keys(const Bridge& b) {
+  REQUIRE(b.proc->wait_for_log("[directory] demo/test online"));
+  REQUIRE(b.proc->wait_for_log("JWK Set"));
+}
+
 const std::string kInit =
     R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",)"
     R"("capabilities":{},"clientInfo":{"name":"t","version":"1"}}})";
@@ -65,9 +72,7 @@ TEST_CASE(
   AuthServer as;
   Mosquitto broker;
   Bridge bridge(broker, servers_of(MCPMQTT_TEST_SERVER), "demo/test", "", oauth_extra(as.issuer));
-  REQUIRE(bridge.proc->wait_for_log("[directory] demo/test online"));
-  // The issuer's keys are fetched after start: a token is checked once they are in.
-  REQUIRE(bridge.proc->wait_for_log("JWK Set"));
+  wait_for_keys(bridge);
   const std::vector<std::vector<std::string>> variants{
       {"--sdk", "v1"}, {"--sdk", "v2", "--era", "2025"}, {"--sdk", "v2", "--era", "2026"}};
   for (const auto& v : variants) {
@@ -103,9 +108,7 @@ TEST_CASE(
   Mosquitto broker;
   Bridge bridge(broker, servers_of(MCPMQTT_TEST_SERVER), "demo/test", "",
                 oauth_extra(as.issuer, R"(, "clock_skew_s": 0)"));
-  REQUIRE(bridge.proc->wait_for_log("[directory] demo/test online"));
-  // The issuer's keys are fetched after start: a token is checked once they are in.
-  REQUIRE(bridge.proc->wait_for_log("JWK Set"));
+  wait_for_keys(bridge);
   REQUIRE(bridge.proc->wait_for_log("[directory] other/srv online"));
   const std::string base = "http://127.0.0.1:" + std::to_string(bridge.port);
 
@@ -216,7 +219,7 @@ TEST_CASE(
   // The protected upstream: a bridge whose HTTP ingress is a resource server of `as`.
   Bridge upstream(broker, R"({"demo/test": {"command": ")" MCPMQTT_TEST_SERVER R"("}})",
                   "demo/test", "", oauth_extra(as.issuer));
-  REQUIRE(upstream.proc->wait_for_log("JWK Set"));
+  wait_for_keys(upstream);
   TempDir dir;
   const auto secret = dir.write("secret", "secret\n");
   Bridge front(broker,
@@ -311,9 +314,7 @@ TEST_CASE(
   Mosquitto broker;
   Bridge bridge(broker, servers_of(MCPMQTT_TEST_SERVER), "demo/test", "",
                 introspecting_extra(as.issuer, dir));
-  REQUIRE(bridge.proc->wait_for_log("[directory] demo/test online"));
-  // The issuer's keys are fetched after start: a token is checked once they are in.
-  REQUIRE(bridge.proc->wait_for_log("JWK Set"));
+  wait_for_keys(bridge);
   REQUIRE(bridge.proc->wait_for_log("[directory] other/srv online"));
   const std::string base = "http://127.0.0.1:" + std::to_string(bridge.port);
 
@@ -357,9 +358,7 @@ TEST_CASE(
   Mosquitto broker;
   Bridge bridge(broker, servers_of(MCPMQTT_TEST_SERVER), "demo/test", "",
                 introspecting_extra(as.issuer, dir));
-  REQUIRE(bridge.proc->wait_for_log("[directory] demo/test online"));
-  // The issuer's keys are fetched after start: a token is checked once they are in.
-  REQUIRE(bridge.proc->wait_for_log("JWK Set"));
+  wait_for_keys(bridge);
   const std::string base = "http://127.0.0.1:" + std::to_string(bridge.port);
   const auto jwt = as.token(base + "/mcp", "mcp:all");
   REQUIRE(std::count(jwt.begin(), jwt.end(), '.') == 2);
@@ -381,9 +380,7 @@ TEST_CASE(
   Mosquitto broker;
   Bridge bridge(broker, servers_of(MCPMQTT_TEST_SERVER), "demo/test", "",
                 introspecting_extra(as.issuer, dir, R"(, "cache_max_s": 4)"));
-  REQUIRE(bridge.proc->wait_for_log("[directory] demo/test online"));
-  // The issuer's keys are fetched after start: a token is checked once they are in.
-  REQUIRE(bridge.proc->wait_for_log("JWK Set"));
+  wait_for_keys(bridge);
   const std::string base = "http://127.0.0.1:" + std::to_string(bridge.port);
   const auto cached = as.token(base + "/mcp", "mcp:all");
   const auto unseen = as.token(base + "/mcp", "mcp:all");
