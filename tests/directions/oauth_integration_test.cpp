@@ -188,6 +188,9 @@ TEST_CASE(
   Bridge bridge(broker, servers_of(MCPMQTT_TEST_SERVER), "demo/test", "",
                 oauth_extra("http://127.0.0.1:" + std::to_string(port)));
   REQUIRE(bridge.proc->wait_for_log("[directory] demo/test online"));
+  // The first fetch of the issuer's metadata has failed (before it, the reason is only that
+  // the keys have not been fetched yet).
+  REQUIRE(bridge.proc->wait_for_log("no token can be checked until it succeeds"));
   auto early = post(bridge, "/mcp", "Bearer eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln");
   CHECK(early.status == 503);
   CHECK(early.error_message().find("cannot") != std::string::npos);
