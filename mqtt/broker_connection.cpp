@@ -525,7 +525,8 @@ void BrokerConnection::send_publish(const std::string& topic,
   in_flight_bytes_ += bytes;
   std::weak_ptr<BrokerConnection> weak = weak_from_this();
   engine_->publish(
-      PublishRequest{topic, std::move(payload), options_.broker.qos, retained, publish_properties_},
+      PublishRequest{
+          topic, std::move(payload), options_.broker.qos, retained, publish_properties_, {}, {}},
       [weak, op, topic, generation, bytes](const AckOutcome& r) {
         auto self = weak.lock();
         if (!self) return;
