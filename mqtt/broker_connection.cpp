@@ -116,6 +116,23 @@ ConnackInfo connack_info(const EngineConnack& ack) {
   return info;
 }
 
+// Why a publication's Response Topic or Correlation Data cannot be sent, or empty. Refused here
+// rather than by the broker, which would end the connection over them.
+std::string request_properties_problem(const PublishOptions& o) {
+  // §1.5.4, §1.5.6: a two-byte length.
+  if (o.response_topic.size() > 65535 || o.correlation_data.size() > 65535) {
+    return "the Response Topic (" + std::to_string(o.response_topic.size()) +
+           " bytes) or the Correlation Data (" + std::to_string(o.correlation_data.size()) +
+           " bytes) is longer than the 65,535 bytes MQTT allows";
+  }
+  // §3.3.2.3.5 [MQTT-3.3.2-14]: a UTF-8 string with no wildcard characters.
+  if (!o.response_topic.empty() && !codec::valid_topic_name(o.response_topic)) {
+    return "the Response Topic \"" + o.response_topic +
+           "\" is not a topic name (UTF-8 without '+' or '#', MQTT 5.0 §3.3.2.3.5)";
+  }
+  return {};
+}
+
 // One generator per thread: a std::mt19937 in each connection cost 5 KB of its memory, and an
 // ingress holds a connection per session.
 std::mt19937& jitter_source() {
@@ -195,6 +212,8 @@ void BrokerConnection::on_message(const ReceivedMessage& m) {
     else if (p.key == "MCP-MQTT-CLIENT-ID")
       in.sender_id = std::string(p.value);
   }
+  if (m.response_topic) in.response_topic = std::string(*m.response_topic);
+  if (m.correlation_data) in.correlation_data = std::string(*m.correlation_data);
   handlers_.on_message(in);
 }
 
@@ -257,7 +276,7 @@ void BrokerConnection::on_connect_result(const ConnectOutcome& r) {
   }
   if (handlers_.on_connected) handlers_.on_connected(info, reconnected);
   while (!backlog_.empty()) {
-    window_bytes_ += backlog_.front().payload->size();
+    window_bytes_ += backlog_.front().bytes();
     window_.push_back(std::move(backlog_.front()));
     backlog_.pop_front();
   }
@@ -278,7 +297,7 @@ void BrokerConnection::on_lost(const std::string& cause) {
   losses.inc();
   // What waited for the window is sent after the reconnect, ahead of anything newer.
   while (!window_.empty()) {
-    backlog_bytes_ += window_.back().payload->size();
+    backlog_bytes_ += window_.back().bytes();
     backlog_.push_front(std::move(window_.back()));
     window_.pop_back();
   }
@@ -406,28 +425,32 @@ void BrokerConnection::unsubscribe(std::vector<std::string> filters, Done done) 
 }
 
 void BrokerConnection::publish(const std::string& topic, std::shared_ptr<const std::string> payload,
-                               bool retained, Done done) {
-  if (state_ == State::connected) {
-    send_or_queue(Publication{topic, std::move(payload), retained, std::move(done)});
-    return;
-  }
-  const bool will_connect =
-      state_ == State::idle || state_ == State::connecting || state_ == State::waiting_retry;
-  std::string why;
-  if (!will_connect) {
-    why = "the broker connection is closed";
-  } else if (backlog_.size() >= options_.max_backlog_messages ||
-             backlog_bytes_ + payload->size() > options_.max_backlog_bytes) {
-    why = "the backlog of messages waiting for the broker connection is full (" +
-          std::to_string(backlog_.size()) + " messages)";
+                               PublishOptions options, Done done) {
+  Publication p{topic, std::move(payload), options.retained, std::move(done), nullptr};
+  std::string why = request_properties_problem(options);
+  if (why.empty()) {
+    if (!options.response_topic.empty() || !options.correlation_data.empty()) {
+      p.request = std::make_unique<RequestProperties>(RequestProperties{
+          std::move(options.response_topic), std::move(options.correlation_data)});
+    }
+    if (state_ == State::connected) return send_or_queue(std::move(p));
+    const bool will_connect =
+        state_ == State::idle || state_ == State::connecting || state_ == State::waiting_retry;
+    if (!will_connect) {
+      why = "the broker connection is closed";
+    } else if (backlog_.size() >= options_.max_backlog_messages ||
+               backlog_bytes_ + p.bytes() > options_.max_backlog_bytes) {
+      why = "the backlog of messages waiting for the broker connection is full (" +
+            std::to_string(backlog_.size()) + " messages)";
+    }
   }
   if (!why.empty()) {
     warn_refused(topic, why);
-    if (done) boost::asio::post(strand_, [done, why] { done(false, why); });
+    if (p.done) boost::asio::post(strand_, [done = std::move(p.done), why] { done(false, why); });
     return;
   }
-  backlog_bytes_ += payload->size();
-  backlog_.push_back(Publication{topic, std::move(payload), retained, std::move(done)});
+  backlog_bytes_ += p.bytes();
+  backlog_.push_back(std::move(p));
 }
 
 void BrokerConnection::warn_refused(const std::string& topic, const std::string& why) {
@@ -447,11 +470,8 @@ bool BrokerConnection::in_flight_room(std::size_t bytes) const {
 }
 
 void BrokerConnection::send_or_queue(Publication p) {
-  const std::size_t size = p.payload->size();
-  if (window_.empty() && in_flight_room(size)) {
-    send_publish(p.topic, std::move(p.payload), p.retained, std::move(p.done));
-    return;
-  }
+  const std::size_t size = p.bytes();
+  if (window_.empty() && in_flight_room(size)) return send_publish(std::move(p));
   std::string why;
   if (window_.size() >= static_cast<std::size_t>(options_.max_queued_messages))
     why = "too many publications wait for the broker's acknowledgements (" +
@@ -483,63 +503,75 @@ std::deque<BrokerConnection::Publication> BrokerConnection::take_unsent() {
 void BrokerConnection::drain_window() {
   const bool draining = state_ == State::disconnecting && !disconnect_sent_;
   while ((state_ == State::connected || draining) && !window_.empty() &&
-         in_flight_room(window_.front().payload->size())) {
+         in_flight_room(window_.front().bytes())) {
     auto p = std::move(window_.front());
     window_.pop_front();
-    window_bytes_ -= p.payload->size();
-    send_publish(p.topic, std::move(p.payload), p.retained, std::move(p.done));
+    window_bytes_ -= p.bytes();
+    send_publish(std::move(p));
   }
 }
 
-std::size_t BrokerConnection::publish_packet_size(const std::string& topic,
-                                                  std::size_t payload) const {
-  // MQTT 5.0 §3.3: fixed header, topic, packet identifier (QoS > 0), properties, payload.
-  const std::size_t properties = publish_properties_bytes_;
-  const std::size_t remaining = 2 + topic.size() + (options_.broker.qos > 0 ? 2 : 0) +
-                                codec::varint_size(properties) + properties + payload;
+std::size_t BrokerConnection::publish_packet_size(const Publication& p) const {
+  // MQTT 5.0 §3.3: fixed header, topic, packet identifier (QoS > 0), properties, payload. Each
+  // of Response Topic and Correlation Data is an identifier byte and a length-prefixed string.
+  std::size_t properties = publish_properties_bytes_;
+  if (p.request) {
+    if (!p.request->response_topic.empty()) properties += 1 + 2 + p.request->response_topic.size();
+    if (!p.request->correlation_data.empty())
+      properties += 1 + 2 + p.request->correlation_data.size();
+  }
+  const std::size_t remaining = 2 + p.topic.size() + (options_.broker.qos > 0 ? 2 : 0) +
+                                codec::varint_size(properties) + properties + p.payload->size();
   return 1 + codec::varint_size(remaining) + remaining;
 }
 
-void BrokerConnection::send_publish(const std::string& topic,
-                                    std::shared_ptr<const std::string> payload, bool retained,
-                                    Done done) {
+void BrokerConnection::send_publish(Publication p) {
   if (max_packet_size_) {
     // MQTT 5.0 §3.2.2.3.6: the broker would end the connection over it (Mosquitto sends
     // DISCONNECT 0x95). Refused here, with both sizes, and the connection goes on.
-    const auto size = publish_packet_size(topic, payload->size());
+    const auto size = publish_packet_size(p);
     if (size > max_packet_size_) {
       const std::string why = "the message is " + std::to_string(size) +
                               " bytes as an MQTT packet; the broker takes at most " +
                               std::to_string(max_packet_size_) + " (its Maximum Packet Size)";
-      warn_refused(topic, why);
-      if (done) boost::asio::post(strand_, [done = std::move(done), why] { done(false, why); });
+      warn_refused(p.topic, why);
+      if (p.done) boost::asio::post(strand_, [done = std::move(p.done), why] { done(false, why); });
       return;
     }
   }
   static auto& bytes_out = metrics::bytes_counter("mqtt", "out");
-  bytes_out.inc(payload->size());
-  const auto op = add_op(std::move(done));
+  bytes_out.inc(p.payload->size());
+  const auto op = add_op(std::move(p.done));
   const auto generation = generation_;
-  const std::size_t bytes = payload->size();
+  const std::size_t bytes = p.bytes();
   ++in_flight_;
   in_flight_bytes_ += bytes;
+  PublishRequest request;
+  request.topic = p.topic;
+  request.payload = std::move(p.payload);
+  request.qos = options_.broker.qos;
+  request.retain = p.retained;
+  request.user_properties = publish_properties_;
+  if (p.request) {
+    request.response_topic = std::move(p.request->response_topic);
+    request.correlation_data = std::move(p.request->correlation_data);
+  }
   std::weak_ptr<BrokerConnection> weak = weak_from_this();
-  engine_->publish(
-      PublishRequest{topic, std::move(payload), options_.broker.qos, retained, publish_properties_},
-      [weak, op, topic, generation, bytes](const AckOutcome& r) {
-        auto self = weak.lock();
-        if (!self) return;
-        if (!r.ok && self->state_ == State::connected) {
-          log::mqtt()->warn("{} publish to {} failed: {}", self->describe(), topic, r.why);
-        }
-        self->complete_op(op, r.ok, r.why);
-        if (generation == self->generation_ && self->in_flight_ > 0) {
-          --self->in_flight_;
-          self->in_flight_bytes_ -= std::min(bytes, self->in_flight_bytes_);
-          self->drain_window();
-          self->disconnect_when_drained();
-        }
-      });
+  engine_->publish(std::move(request), [weak, op, topic = std::move(p.topic), generation,
+                                        bytes](const AckOutcome& r) {
+    auto self = weak.lock();
+    if (!self) return;
+    if (!r.ok && self->state_ == State::connected) {
+      log::mqtt()->warn("{} publish to {} failed: {}", self->describe(), topic, r.why);
+    }
+    self->complete_op(op, r.ok, r.why);
+    if (generation == self->generation_ && self->in_flight_ > 0) {
+      --self->in_flight_;
+      self->in_flight_bytes_ -= std::min(bytes, self->in_flight_bytes_);
+      self->drain_window();
+      self->disconnect_when_drained();
+    }
+  });
 }
 
 std::uint64_t BrokerConnection::add_op(Done done) {

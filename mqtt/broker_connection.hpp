@@ -13,6 +13,10 @@
 // - Flow control (MQTT 5.0 §4.9): at most the broker's Receive Maximum of our QoS 1 and 2
 //   publications are unacknowledged; the rest wait in a bounded window.
 // - A publication larger than the broker's Maximum Packet Size fails at once, saying so.
+// - A publication may carry a Response Topic and Correlation Data (MQTT 5.0 §4.10, for request /
+//   response between peers); they go with it through the backlog and the window, count in its
+//   packet size and its bytes, and arrive with an Incoming. One with a Response Topic that is no
+//   topic name (wildcards, bad UTF-8) or either property over 65,535 bytes fails at once.
 //
 // One strand; not thread-safe: call every member on the executor given to create().
 #pragma once
@@ -61,9 +65,10 @@ struct ConnectionOptions {
   // says so, and the MCP peer gets a JSON-RPC error from whoever published).
   int max_queued_messages = 65536;
   std::size_t max_queued_bytes = 64u << 20;
-  // Payload bytes handed to the engine and not yet acknowledged (or, at QoS 0, not yet
-  // written): what a slow broker can make the bridge hold besides the queue. One publication
-  // larger than this still goes when nothing else is in flight.
+  // Bytes (payload, Response Topic, Correlation Data) handed to the engine and not yet
+  // acknowledged (or, at QoS 0, not yet written): what a slow broker can make the bridge hold
+  // besides the queue. One publication larger than this still goes when nothing else is in
+  // flight.
   std::size_t max_in_flight_bytes = 16u << 20;
 };
 
@@ -84,6 +89,18 @@ struct Incoming {
   // User properties; peers in the wild omit them, so both may be absent.
   std::optional<std::string> component_type;  // MCP-COMPONENT-TYPE
   std::optional<std::string> sender_id;       // MCP-MQTT-CLIENT-ID
+  // MQTT 5.0 §4.10, when the PUBLISH carried them; correlation data is binary (any bytes).
+  std::optional<std::string> response_topic;
+  std::optional<std::string> correlation_data;
+};
+
+// How a publication goes; the QoS is the connection's (mqtt.qos).
+struct PublishOptions {
+  bool retained = false;
+  // MQTT 5.0 §4.10: where the receiver should answer (a topic name: no wildcards) and what it
+  // hands back with its answer (binary, any bytes). At most 65,535 bytes each; empty: not sent.
+  std::string response_topic;
+  std::string correlation_data;
 };
 
 // Completion of an operation, on the connection's strand. It must not hold a strong reference to
@@ -130,7 +147,13 @@ class BrokerConnection : public std::enable_shared_from_this<BrokerConnection> {
   }
   // QoS from the options. While disconnected the message waits in a bounded backlog.
   void publish(const std::string& topic, std::shared_ptr<const std::string> payload,
-               bool retained = false, Done done = {});
+               PublishOptions options, Done done = {});
+  void publish(const std::string& topic, std::shared_ptr<const std::string> payload,
+               bool retained = false, Done done = {}) {
+    PublishOptions options;
+    options.retained = retained;
+    publish(topic, std::move(payload), std::move(options), std::move(done));
+  }
   void publish(const std::string& topic, const std::string& payload, bool retained = false,
                Done done = {}) {
     publish(topic, std::make_shared<const std::string>(payload), retained, std::move(done));
@@ -172,9 +195,9 @@ class BrokerConnection : public std::enable_shared_from_this<BrokerConnection> {
   void send_subscribe(std::vector<Filter> filters);
   void on_subscribe_result(const std::vector<std::string>& filters, bool ok, const std::string& why,
                            const std::vector<std::uint8_t>& codes);
-  void send_publish(const std::string& topic, std::shared_ptr<const std::string> payload,
-                    bool retained, Done done);
-  std::size_t publish_packet_size(const std::string& topic, std::size_t payload) const;
+  struct Publication;
+  void send_publish(Publication p);
+  std::size_t publish_packet_size(const Publication& p) const;
   void disconnect_when_drained();
   void on_disconnect_timeout();
   void finish_disconnect();
@@ -203,11 +226,23 @@ class BrokerConnection : public std::enable_shared_from_this<BrokerConnection> {
   };
   std::map<std::string, Subscription> subscriptions_;
 
+  // A publication's Response Topic and Correlation Data, apart: one without them (nearly all)
+  // costs a null pointer, not two strings, while it waits.
+  struct RequestProperties {
+    std::string response_topic;
+    std::string correlation_data;
+  };
   struct Publication {
     std::string topic;
     std::shared_ptr<const std::string> payload;
-    bool retained;
+    bool retained = false;
     Done done;
+    std::unique_ptr<RequestProperties> request;  // null: neither is sent
+    // What it holds, for the bounds on queued and in-flight bytes.
+    std::size_t bytes() const {
+      return payload->size() +
+             (request ? request->response_topic.size() + request->correlation_data.size() : 0);
+    }
   };
   std::deque<Publication> backlog_;
   std::size_t backlog_bytes_ = 0;

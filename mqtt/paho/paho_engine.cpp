@@ -3,6 +3,7 @@
 // - wake-ups for Paho C's receive thread while a connection connects or disconnects (PahoWaker);
 // - No Local filters in SUBSCRIBE packets of their own (Paho C++ 1.2.0's many-filter subscribe
 //   hands Paho C a dangling subscribe-options list);
+// - the lengths of Response Topic and Correlation Data checked before Paho C encodes them;
 // - callbacks on Paho's threads, copied and posted onto the engine's strand through a ExecutorGate
 // and a
 //   weak_ptr; the Paho client destroyed later on a timer, never on a Paho thread.
@@ -230,6 +231,8 @@ struct Arrived {
   int qos = 0;
   bool retain = false;
   UserProperties props;
+  std::optional<std::string> response_topic;    // MQTT 5.0 §4.10
+  std::optional<std::string> correlation_data;  // binary
 };
 
 }  // namespace
@@ -418,13 +421,25 @@ bool PahoEngine::create_client(const EngineConnect& params, std::string& why) {
       auto kv = ::mqtt::get<::mqtt::string_pair>(props, ::mqtt::property::USER_PROPERTY, i);
       in.props.push_back({std::get<0>(kv), std::get<1>(kv)});
     }
+    // Paho keeps binary values with their length: Correlation Data may hold any byte.
+    if (props.contains(::mqtt::property::RESPONSE_TOPIC))
+      in.response_topic = ::mqtt::get<std::string>(props, ::mqtt::property::RESPONSE_TOPIC);
+    if (props.contains(::mqtt::property::CORRELATION_DATA))
+      in.correlation_data = ::mqtt::get<std::string>(props, ::mqtt::property::CORRELATION_DATA);
     Core::post_from_paho(gate, weak, [in = std::move(in)](Core& core) {
       if (core.state != State::connected || !core.events.on_message) return;
       std::vector<UserPropertyView> views;
       views.reserve(in.props.size());
       for (const auto& p : in.props)
         views.push_back({p.key, p.value});
-      ReceivedMessage msg{in.topic, in.payload, in.qos, in.retain, views};
+      ReceivedMessage msg;
+      msg.topic = in.topic;
+      msg.payload = in.payload;
+      msg.qos = in.qos;
+      msg.retain = in.retain;
+      msg.user_properties = views;
+      if (in.response_topic) msg.response_topic = *in.response_topic;
+      if (in.correlation_data) msg.correlation_data = *in.correlation_data;
       core.events.on_message(msg);
     });
   });
@@ -715,13 +730,24 @@ void PahoEngine::unsubscribe(std::vector<std::string> filters, AckDone done) {
 void PahoEngine::publish(PublishRequest message, AckDone done) {
   auto& core = *core_;
   if (core.state != State::connected) return fail_soon(std::move(done), "not connected");
+  // Paho C writes a string's length in two bytes without checking it (§1.5.4, §1.5.6).
+  if (message.response_topic.size() > 65535 || message.correlation_data.size() > 65535) {
+    return fail_soon(std::move(done),
+                     "the Response Topic or the Correlation Data is longer than 65,535 bytes");
+  }
+  auto props =
+      message.user_properties ? paho::to_paho(*message.user_properties) : ::mqtt::properties{};
+  // MQTT 5.0 §4.10; empty: not sent.
+  if (!message.response_topic.empty())
+    props.add({::mqtt::property::RESPONSE_TOPIC, message.response_topic});
+  if (!message.correlation_data.empty())
+    props.add({::mqtt::property::CORRELATION_DATA, message.correlation_data});
   auto msg = ::mqtt::message_ptr_builder()
                  .topic(message.topic)
                  .payload(::mqtt::binary_ref(std::move(message.payload)))
                  .qos(message.qos)
                  .retained(message.retain)
-                 .properties(message.user_properties ? paho::to_paho(*message.user_properties)
-                                                     : ::mqtt::properties{})
+                 .properties(std::move(props))
                  .finalize();
   const auto op = core.add(std::move(done));
   std::weak_ptr<Core> weak = core_;

@@ -257,8 +257,14 @@ void ClientProtocol::handle_publish(const codec::Publish& p) {
     p.properties.for_each_user_property([this](codec::UserPropertyRef u) {
       property_views_.push_back({u.key, u.value});
     });
-    ReceivedMessage m{*topic, std::make_shared<const std::string>(p.payload), p.qos, p.retain,
-                      property_views_};
+    ReceivedMessage m;
+    m.topic = *topic;
+    m.payload = std::make_shared<const std::string>(p.payload);
+    m.qos = p.qos;
+    m.retain = p.retain;
+    m.user_properties = property_views_;
+    m.response_topic = p.properties.response_topic;
+    m.correlation_data = p.properties.correlation_data;
     events_.on_message(m);
     if (state_ == State::closed) return;
   }
@@ -411,19 +417,35 @@ void ClientProtocol::publish(PublishRequest m, AckDone done) {
   // The same user properties go with every publication of a connection: encode them once.
   if (m.user_properties.get() != encoded_for_) {
     encoded_properties_.clear();
-    std::vector<codec::UserPropertyRef> refs;
+    encoded_refs_.clear();
     if (m.user_properties) {
       for (const auto& p : *m.user_properties)
-        refs.push_back({p.key, p.value});
+        encoded_refs_.push_back({p.key, p.value});
     }
     codec::OutProperties props;
-    props.user_properties = refs;
+    props.user_properties = encoded_refs_;
     if (!codec::put_properties(encoded_properties_, props)) {
       encoded_for_ = nullptr;
+      encoded_refs_.clear();
       return fail_soon(std::move(done), "a user property is longer than 65,535 bytes");
     }
     encoded_for_ = m.user_properties.get();
     encoded_owner_ = m.user_properties;
+  }
+  std::string_view properties = encoded_properties_;
+  if (!m.response_topic.empty() || !m.correlation_data.empty()) {
+    // §4.10: a request's Response Topic and Correlation Data change with every publication, so
+    // its property block is encoded for it alone, the user properties after them.
+    codec::OutProperties props;
+    if (!m.response_topic.empty()) props.response_topic = m.response_topic;
+    if (!m.correlation_data.empty()) props.correlation_data = m.correlation_data;
+    props.user_properties = encoded_refs_;
+    request_properties_.clear();
+    if (!codec::put_properties(request_properties_, props)) {
+      return fail_soon(std::move(done),
+                       "the Response Topic or the Correlation Data is longer than 65,535 bytes");
+    }
+    properties = request_properties_;
   }
   const std::uint16_t id = qos > 0 ? allocate_packet_id() : 0;
   if (qos > 0 && !id) return fail_soon(std::move(done), "no packet identifier is free");
@@ -432,10 +454,13 @@ void ClientProtocol::publish(PublishRequest m, AckDone done) {
   h.qos = qos;
   h.retain = m.retain;
   h.packet_id = id;
-  h.encoded_properties = encoded_properties_;
+  h.encoded_properties = properties;
   h.payload_size = m.payload->size();
   const auto before = filling_.bytes.size();
-  if (!codec::encode_publish_header(filling_.bytes, h)) {
+  const bool encoded = codec::encode_publish_header(filling_.bytes, h);
+  // The header is copied into the batch: a large block's buffer need not stay.
+  if (request_properties_.capacity() > kShrinkAbove) std::string().swap(request_properties_);
+  if (!encoded) {
     return fail_soon(std::move(done),
                      "the message cannot be sent: " + std::to_string(m.payload->size()) +
                          " bytes is more than an MQTT packet can hold");

@@ -1,9 +1,10 @@
 // The MQTT 5.0 client protocol of one connect attempt, without I/O: CONNECT to DISCONNECT, QoS
-// 0/1/2 both ways, keep-alive, topic aliases, flow and size limits. Its owner moves the bytes and
-// keeps the time through an Io: the machine asks it to open, read, write, finish, close, arm its
-// one timer and run a completion later; the owner reports back through the on_* calls. The
-// native engine's Link drives it over a socket; tests drive it with a scripted broker and a
-// virtual clock.
+// 0/1/2 both ways, keep-alive, topic aliases, flow and size limits. A PUBLISH carries its user
+// properties and, when set, Response Topic and Correlation Data (§4.10), both ways. Its owner
+// moves the bytes and keeps the time through an Io: the machine asks it to open, read, write,
+// finish, close, arm its one timer and run a completion later; the owner reports back through
+// the on_* calls. The native engine's Link drives it over a socket; tests drive it with a
+// scripted broker and a virtual clock.
 //
 // Made for one attempt and done with it. One strand (its owner's); not thread-safe.
 #pragma once
@@ -174,7 +175,10 @@ class ClientProtocol {
   std::vector<UserPropertyView> property_views_;
   const UserProperties* encoded_for_ = nullptr;  // whose property block encoded_properties_ is
   std::shared_ptr<const UserProperties> encoded_owner_;
+  std::vector<codec::UserPropertyRef> encoded_refs_;  // into *encoded_owner_
   std::string encoded_properties_;
+  // The block of a publication with a Response Topic or Correlation Data, encoded for it alone.
+  std::string request_properties_;
 
   // Keep-alive (MQTT 5.0 §3.1.2.10) and the connect deadline share one timer.
   Clock::time_point last_sent_{}, last_received_{}, deadline_{};

@@ -1,6 +1,8 @@
 // The values the MQTT engines and the native engine's protocol machine share: what a connect
 // attempt needs, what the broker's CONNACK said, the outcome of each operation, a publication
-// both ways. Plain data, standard C++ only.
+// both ways. A publication carries, besides its user properties, the request/response
+// properties of MQTT 5.0 §4.10 (Response Topic 0x08, Correlation Data 0x09) both ways; every
+// engine sends them at any QoS and hands them up on receipt. Plain data, standard C++ only.
 #pragma once
 
 #include <chrono>
@@ -110,6 +112,10 @@ struct PublishRequest {
   bool retain = false;
   // Shared between publications: a connection sends the same MCP properties with every one.
   std::shared_ptr<const UserProperties> user_properties;
+  // MQTT 5.0 §3.3.2.3.5 Response Topic: a topic name (no wildcards). Empty: not sent.
+  std::string response_topic;
+  // MQTT 5.0 §3.3.2.3.6 Correlation Data: binary, any bytes. Empty: not sent.
+  std::string correlation_data;
 };
 
 // A PUBLISH from the broker, valid for the duration of the callback (the payload may be kept).
@@ -119,6 +125,10 @@ struct ReceivedMessage {
   int qos = 0;
   bool retain = false;
   std::span<const UserPropertyView> user_properties;
+  // MQTT 5.0 §4.10: set when the PUBLISH carried the property (correlation data is binary and
+  // may hold any byte); views, valid for the callback like the topic.
+  std::optional<std::string_view> response_topic;
+  std::optional<std::string_view> correlation_data;
 };
 
 }  // namespace mcpmqtt::mqtt

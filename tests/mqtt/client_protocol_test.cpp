@@ -13,6 +13,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -68,6 +69,16 @@ struct Sent {
     return u16_at(0);
   }
   std::string payload() const {
+    const auto [at, length] = property_block();
+    return body.substr(at + length);
+  }
+  // PUBLISH: the properties, without their length.
+  std::string properties() const {
+    const auto [at, length] = property_block();
+    return body.substr(at, length);
+  }
+  // PUBLISH: where the properties start and how long they are.
+  std::pair<std::size_t, std::size_t> property_block() const {
     std::size_t at = 2 + topic().size() + (qos() ? 2 : 0);
     std::size_t length = 0, shift = 0;
     unsigned char b = 0;
@@ -76,7 +87,7 @@ struct Sent {
       length |= static_cast<std::size_t>(b & 0x7F) << shift;
       shift += 7;
     } while (b & 0x80);
-    return body.substr(at + length);
+    return {at, length};
   }
   // Acknowledgements and DISCONNECT: 0x00 when the body leaves it out (§3.4.2.1, §3.14.2.1).
   int reason_code() const {
@@ -84,6 +95,43 @@ struct Sent {
     return body.size() > at ? static_cast<unsigned char>(body[at]) : 0;
   }
 };
+
+// The properties of a PUBLISH a client may send (MQTT 5.0 §3.3.2.3), taken apart by hand.
+struct SentProperties {
+  std::optional<std::string> response_topic;    // 0x08
+  std::optional<std::string> correlation_data;  // 0x09
+  std::vector<std::pair<std::string, std::string>> user;
+};
+SentProperties sent_properties(const Sent& publish) {
+  const std::string block = publish.properties();
+  SentProperties out;
+  std::size_t at = 0;
+  auto string = [&] {
+    const std::size_t n = (static_cast<unsigned char>(block.at(at)) << 8) |
+                          static_cast<unsigned char>(block.at(at + 1));
+    at += 2;
+    auto s = block.substr(at, n);
+    REQUIRE(s.size() == n);
+    at += n;
+    return s;
+  };
+  while (at < block.size()) {
+    const int id = static_cast<unsigned char>(block[at++]);
+    if (id == 0x08) {
+      REQUIRE_FALSE(out.response_topic);
+      out.response_topic = string();
+    } else if (id == 0x09) {
+      REQUIRE_FALSE(out.correlation_data);
+      out.correlation_data = string();
+    } else if (id == 0x26) {
+      auto key = string();
+      out.user.emplace_back(key, string());
+    } else {
+      FAIL("a property a PUBLISH of ours should not carry: " << id);
+    }
+  }
+  return out;
+}
 
 // MQTT 5.0 §3.2: CONNACK with a reason code and a property block (already encoded).
 std::string connack(int reason = 0, const std::string& props = "") {
@@ -105,6 +153,14 @@ std::string publish(const std::string& topic, const std::string& payload, int qo
   const unsigned char first = static_cast<unsigned char>(0x30 | (dup ? 8 : 0) | qos << 1);
   return packet(first, utf8(topic) + (qos ? u16(id) : "") + varint(props.size()) + props + payload);
 }
+// A publication of ours, without user properties.
+mq::PublishRequest outgoing(const std::string& topic, const std::string& payload, int qos) {
+  mq::PublishRequest r;
+  r.topic = topic;
+  r.payload = std::make_shared<const std::string>(payload);
+  r.qos = qos;
+  return r;
+}
 std::string alias(int n) {
   return u16_property(0x23, static_cast<std::size_t>(n));
 }
@@ -121,6 +177,7 @@ mq::EngineConnect default_params() {
 struct Message {
   std::string topic, payload;
   int qos;
+  std::optional<std::string> response_topic, correlation_data;
 };
 
 // The scripted broker and the virtual clock, as the protocol's Io. Nothing happens on its own:
@@ -131,7 +188,10 @@ class ScriptedBroker final : public ClientProtocol::Io {
   explicit ScriptedBroker(mq::EngineConnect params = default_params()) {
     ClientProtocol::Events ev;
     ev.on_message = [this](const mq::ReceivedMessage& m) {
-      messages.push_back({std::string(m.topic), *m.payload, m.qos});
+      Message msg{std::string(m.topic), *m.payload, m.qos, std::nullopt, std::nullopt};
+      if (m.response_topic) msg.response_topic = std::string(*m.response_topic);
+      if (m.correlation_data) msg.correlation_data = std::string(*m.correlation_data);
+      messages.push_back(std::move(msg));
     };
     ev.on_lost = [this](const std::string& why) {
       lost.push_back(why);
@@ -417,7 +477,7 @@ TEST_CASE(
 
   // Traffic both ways puts the next PINGREQ off.
   broker.advance(1500ms);
-  broker.client().publish({"t", std::make_shared<const std::string>("x"), 0, false, nullptr}, {});
+  broker.client().publish(outgoing("t", "x", 0), {});
   broker.send(publish("in", "x", 0));
   broker.advance(1900ms);
   CHECK(broker.take(kPingreq).empty());
@@ -483,8 +543,7 @@ TEST_CASE(
   std::vector<mq::AckOutcome> acks;
   auto record = [&](const mq::AckOutcome& a) { acks.push_back(a); };
   for (const char* payload : {"one", "two"}) {
-    broker.client().publish(
-        {"out/q1", std::make_shared<const std::string>(payload), 1, false, nullptr}, record);
+    broker.client().publish(outgoing("out/q1", payload, 1), record);
   }
   broker.settle();
   auto sent = broker.take(kPublish);
@@ -528,8 +587,7 @@ TEST_CASE(
   broker.connect();
   std::vector<mq::AckOutcome> acks;
   auto record = [&](const mq::AckOutcome& a) { acks.push_back(a); };
-  broker.client().publish({"out/q2", std::make_shared<const std::string>("x"), 2, false, nullptr},
-                          record);
+  broker.client().publish(outgoing("out/q2", "x", 2), record);
   broker.settle();
   auto sent = broker.take(kPublish);
   REQUIRE(sent.size() == 1);
@@ -604,6 +662,114 @@ TEST_CASE(
   REQUIRE(broker.messages.size() == 2);
   CHECK(broker.messages[1].payload == "again");
   CHECK(broker.lost.empty());
+}
+
+// ---- request / response properties --------------------------------------------------------------
+
+// MQTT 5.0 §4.10: Response Topic and Correlation Data differ with every request, while the user
+// properties stay the connection's: each PUBLISH carries its own, and one without them none.
+TEST_CASE(
+    "client protocol Response Topic and Correlation Data (MQTT 5.0 §4.10): a PUBLISH at QoS 0, 1 "
+    "and 2 carries its own with the user properties, and one without them carries neither",
+    "[mqtt][protocol][response]") {
+  const int qos = GENERATE(0, 1, 2);
+  INFO("QoS " << qos);
+  ScriptedBroker broker;
+  broker.connect();
+  const auto user = std::make_shared<const mq::UserProperties>(
+      mq::UserProperties{{"MCP-COMPONENT-TYPE", "mcp-server"}, {"MCP-MQTT-CLIENT-ID", "me"}});
+  const std::vector<std::pair<std::string, std::string>> user_pairs{
+      {"MCP-COMPONENT-TYPE", "mcp-server"}, {"MCP-MQTT-CLIENT-ID", "me"}};
+  const std::string binary("\x00\x01\xFF\x00", 4);
+  auto request = [&](std::string response_topic, std::string correlation_data) {
+    auto r = outgoing("relay/in", "body", qos);
+    r.user_properties = user;
+    r.response_topic = std::move(response_topic);
+    r.correlation_data = std::move(correlation_data);
+    return r;
+  };
+  std::vector<mq::AckOutcome> acks;
+  auto record = [&](const mq::AckOutcome& a) { acks.push_back(a); };
+  broker.client().publish(request("relay/reply/a", binary), record);
+  broker.client().publish(request("", ""), record);
+  broker.client().publish(request("relay/reply/b", "second"), record);
+  broker.client().publish(request("", "only correlation"), record);
+  broker.settle();
+  auto sent = broker.take(kPublish);
+  REQUIRE(sent.size() == 4);
+  for (const auto& p : sent) {
+    CHECK(p.qos() == qos);
+    CHECK(p.topic() == "relay/in");
+    CHECK(p.payload() == "body");
+  }
+  const auto first = sent_properties(sent[0]);
+  CHECK(first.response_topic == "relay/reply/a");
+  CHECK(first.correlation_data == binary);
+  CHECK(first.user == user_pairs);
+  const auto plain = sent_properties(sent[1]);
+  CHECK_FALSE(plain.response_topic);
+  CHECK_FALSE(plain.correlation_data);
+  CHECK(plain.user == user_pairs);
+  const auto third = sent_properties(sent[2]);
+  CHECK(third.response_topic == "relay/reply/b");
+  CHECK(third.correlation_data == "second");
+  CHECK(third.user == user_pairs);
+  const auto fourth = sent_properties(sent[3]);
+  CHECK_FALSE(fourth.response_topic);
+  CHECK(fourth.correlation_data == "only correlation");
+
+  for (const auto& p : sent) {
+    if (qos == 1) broker.send(ack(kPuback, p.packet_id()));
+    if (qos == 2) {
+      broker.send(ack(kPubrec, p.packet_id()));
+      broker.send(ack(kPubcomp, p.packet_id()));
+    }
+  }
+  REQUIRE(acks.size() == 4);
+  for (const auto& a : acks)
+    CHECK(a.ok);
+  CHECK(broker.client().connected());
+}
+
+TEST_CASE(
+    "client protocol receipt of Response Topic and Correlation Data (MQTT 5.0 §4.10): handed up "
+    "with the message, binary data intact, and absent when the PUBLISH has none",
+    "[mqtt][protocol][response]") {
+  ScriptedBroker broker;
+  broker.connect();
+  const std::string binary("\x00\xFE\x00", 3);
+  broker.send(publish("relay/in", "request", 1, 5,
+                      string_property(0x08, "relay/reply/x") + char(0x09) + utf8(binary)) +
+              publish("relay/in", "plain", 2, 6) +
+              publish("relay/in", "correlated", 0, 0, char(0x09) + utf8("c")));
+  REQUIRE(broker.messages.size() == 3);
+  CHECK(broker.messages[0].response_topic == "relay/reply/x");
+  CHECK(broker.messages[0].correlation_data == binary);
+  CHECK(broker.messages[0].payload == "request");
+  CHECK_FALSE(broker.messages[1].response_topic);
+  CHECK_FALSE(broker.messages[1].correlation_data);
+  CHECK_FALSE(broker.messages[2].response_topic);
+  CHECK(broker.messages[2].correlation_data == "c");
+  CHECK(broker.lost.empty());
+}
+
+TEST_CASE(
+    "client protocol: a publication whose Correlation Data is over 65,535 bytes fails later, "
+    "saying so, sends nothing and leaves the connection up",
+    "[mqtt][protocol][response]") {
+  ScriptedBroker broker;
+  broker.connect();
+  auto r = outgoing("relay/in", "x", 1);
+  r.correlation_data = std::string(65536, 'c');
+  std::vector<mq::AckOutcome> acks;
+  broker.client().publish(std::move(r), [&](const mq::AckOutcome& a) { acks.push_back(a); });
+  CHECK(acks.empty());
+  broker.settle();
+  REQUIRE(acks.size() == 1);
+  CHECK_FALSE(acks[0].ok);
+  CHECK(contains(acks[0].why, "Correlation Data"));
+  CHECK(broker.take(kPublish).empty());
+  CHECK(broker.client().connected());
 }
 
 // ---- Receive Maximum ----------------------------------------------------------------------------
@@ -732,7 +898,7 @@ TEST_CASE(
     ScriptedBroker broker;
     broker.connect();
     std::vector<mq::AckOutcome> acks;
-    broker.client().publish({"t", std::make_shared<const std::string>("x"), 1, false, nullptr},
+    broker.client().publish(outgoing("t", "x", 1),
                             [&](const mq::AckOutcome& a) { acks.push_back(a); });
     broker.settle();
     const auto reference = string_property(0x1C, "elsewhere:1883");  // Server Reference
@@ -774,7 +940,7 @@ TEST_CASE(
   ScriptedBroker broker;
   broker.connect();
   std::vector<mq::AckOutcome> acks;
-  broker.client().publish({"t", std::make_shared<const std::string>("x"), 1, false, nullptr},
+  broker.client().publish(outgoing("t", "x", 1),
                           [&](const mq::AckOutcome& a) { acks.push_back(a); });
   broker.settle();
   const auto id = broker.take(kPublish).at(0).packet_id();

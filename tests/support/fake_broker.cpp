@@ -96,9 +96,10 @@ struct Reader {
     pos += n;
     return out;
   }
-  // MQTT 5.0 §2.2.2: properties; records user properties and (for CONNECT) the session expiry
-  // and the limits, skips the rest.
-  void properties(UserProperties& user, ConnectPacket* connect = nullptr) {
+  // MQTT 5.0 §2.2.2: properties; records user properties, (for CONNECT) the session expiry and
+  // the limits and (for PUBLISH) Response Topic and Correlation Data, skips the rest.
+  void properties(UserProperties& user, ConnectPacket* connect = nullptr,
+                  PublishPacket* publish = nullptr) {
     const std::size_t len = var();
     const std::size_t end = pos + len;
     while (ok && pos < end) {
@@ -147,9 +148,13 @@ struct Reader {
         case 0x0B:
           var();
           break;
-        case 0x03:
         case 0x08:
-        case 0x09:
+        case 0x09: {
+          auto v = str();
+          if (publish) (id == 0x08 ? publish->response_topic : publish->correlation_data) = v;
+          break;
+        }
+        case 0x03:
         case 0x12:
         case 0x15:
         case 0x16:
@@ -298,6 +303,11 @@ void FakeBroker::serve(int fd, int connection) {
         client_id = c.client_id;
         UserProperties props = connack_ ? connack_(connection, c) : UserProperties{};
         std::string p;
+        if (const std::uint32_t max = maximum_packet_size_) {
+          p += '\x27';
+          for (int shift = 24; shift >= 0; shift -= 8)
+            p += static_cast<char>((max >> shift) & 0xFF);
+        }
         for (const auto& [k, v] : props)
           p += std::string(1, '\x26') + utf8(k) + utf8(v);
         send(fd, packet(0x20, std::string{0, 0} + varint(p.size()) + p));
@@ -316,8 +326,9 @@ void FakeBroker::serve(int fd, int connection) {
         p.topic = r.str();
         unsigned id = 0;
         if (p.qos > 0) id = r.u16v();
-        r.properties(p.user_properties);
+        r.properties(p.user_properties, nullptr, &p);
         p.payload = body.substr(r.pos);
+        p.packet_size = 1 + varint(body.size()).size() + body.size();
         if (p.qos == 1) send(fd, packet(0x40, u16(id)));
         {
           std::lock_guard lock(mu_);

@@ -1,10 +1,10 @@
 // A scripted MQTT 5 broker for tests that must see exactly what a client sends (CONNECT
 // properties, the will, subscription options, the DISCONNECT that says why) or must send what
 // Mosquitto never sends (CONNACK user properties such as MCP-SERVER-NAME, bytes that break the
-// protocol, silence on an open socket). It decodes packets itself, acknowledges CONNECT,
-// SUBSCRIBE, UNSUBSCRIBE, PUBLISH (QoS 1) and PINGREQ, records everything, and routes nothing.
-// It grants every subscription but those to filters starting with "refused/", which it refuses
-// with reason code 0x87 (Not authorized).
+// protocol, silence on an open socket, a Maximum Packet Size). It decodes packets itself,
+// acknowledges CONNECT, SUBSCRIBE, UNSUBSCRIBE, PUBLISH (QoS 1) and PINGREQ, records everything,
+// and routes nothing. It grants every subscription but those to filters starting with "refused/",
+// which it refuses with reason code 0x87 (Not authorized).
 //
 // Thread-safe: one thread per connection; the recorded packets are guarded by a mutex.
 #pragma once
@@ -57,6 +57,9 @@ struct PublishPacket {
   int qos = 0;
   bool retain = false;
   UserProperties user_properties;
+  std::optional<std::string> response_topic;    // 0x08
+  std::optional<std::string> correlation_data;  // 0x09
+  std::size_t packet_size = 0;                  // the whole packet, fixed header included
 };
 
 struct DisconnectPacket {
@@ -111,6 +114,10 @@ class FakeBroker {
   // True once the client closed connection `connection` (EOF or error on its socket).
   bool wait_closed(int connection, std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
+  // The Maximum Packet Size (MQTT 5.0 §3.2.2.3.6) the CONNACKs that follow announce; 0: none. It
+  // is only announced: packets of any size are still taken.
+  void announce_maximum_packet_size(std::uint32_t bytes) { maximum_packet_size_ = bytes; }
+
   // Silent: every connection stops reading and writing, its socket left open — a broker that
   // hangs, or a network path that drops everything. Off again: it answers what was sent
   // meanwhile.
@@ -129,6 +136,7 @@ class FakeBroker {
   ConnackProperties connack_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> silent_{false};
+  std::atomic<std::uint32_t> maximum_packet_size_{0};
   std::thread acceptor_;
   std::vector<std::thread> workers_;
   // Writes from the connection threads and from inject(): one at a time, never to a closed fd.

@@ -66,6 +66,8 @@ class TestConnection {
     std::string payload;
     int qos = 0;
     bool retained = false;
+    std::optional<std::string> response_topic;
+    std::optional<std::string> correlation_data;
   };
   struct Result {
     bool ok = false;
@@ -92,7 +94,8 @@ class TestConnection {
       ev->failed.push({why, retrying});
     };
     h.on_message = [ev](const mqtt::Incoming& in) {
-      ev->messages.push({in.topic, *in.payload, in.qos, in.retained});
+      ev->messages.push(
+          {in.topic, *in.payload, in.qos, in.retained, in.response_topic, in.correlation_data});
     };
     conn_ = mqtt::BrokerConnection::create(strand_, std::move(options), std::move(h));
     if (connect) this->connect();
@@ -147,6 +150,16 @@ class TestConnection {
                                 std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
     return await([&](mqtt::Done done) { conn_->publish(topic, payload, false, std::move(done)); },
                  timeout);
+  }
+  std::optional<Result> publish(const std::string& topic, const std::string& payload,
+                                mqtt::PublishOptions options,
+                                std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+    return await(
+        [&](mqtt::Done done) {
+          conn_->publish(topic, std::make_shared<const std::string>(payload), std::move(options),
+                         std::move(done));
+        },
+        timeout);
   }
 
   // A clean DISCONNECT, bounded; idempotent.
