@@ -183,7 +183,9 @@ TEST_CASE(
     "MCP authorization: with the issuer unreachable at start the daemon starts, protected routes "
     "answer 503 with the reason, and tokens are accepted once the issuer is up",
     "[ingress][oauth][faults]") {
-  const auto port = free_loopback_port();
+  // Held until the issuer starts on it: nothing else answers there meanwhile.
+  HeldPort held;
+  const auto port = held.port();
   Mosquitto broker;
   Bridge bridge(broker, servers_of(MCPMQTT_TEST_SERVER), "demo/test", "",
                 oauth_extra("http://127.0.0.1:" + std::to_string(port)));
@@ -200,6 +202,7 @@ TEST_CASE(
   CHECK(probe.status == 503);
   CHECK(probe.body.starts_with("not ready: cannot fetch"));
   CHECK(probe.body.find("broker") == std::string::npos);
+  held.release();
   AuthServer as({"--port", std::to_string(port)});
   const auto token =
       as.token("http://127.0.0.1:" + std::to_string(bridge.port) + "/mcp", "mcp:all");

@@ -21,6 +21,23 @@ namespace mcpmqtt::test {
 // A free TCP port on 127.0.0.1 at the time of the call.
 std::uint16_t free_loopback_port();
 
+// A free loopback port kept bound by a socket that does not listen, until release(): a client
+// dialling it is refused as by a server that is down, and no other process (a parallel test's
+// broker or server picking a free port) can take it meanwhile.
+class HeldPort {
+ public:
+  HeldPort();
+  ~HeldPort() { release(); }
+  HeldPort(const HeldPort&) = delete;
+  HeldPort& operator=(const HeldPort&) = delete;
+  std::uint16_t port() const { return port_; }
+  void release();  // just before the server that is to listen on it starts
+
+ private:
+  std::uint16_t port_ = 0;
+  int fd_ = -1;
+};
+
 // True once a TCP connection to 127.0.0.1:port succeeds.
 bool wait_for_port(std::uint16_t port, std::chrono::milliseconds timeout);
 
