@@ -110,7 +110,7 @@ std::vector<std::string> key_paths() {
   // Every object of the model present (empty), so that every reader runs and asks for its keys;
   // one stdio server for the keys of an mcpServers entry.
   const std::string skeleton =
-      R"({"mqtt": {"tls": {}}, "http": {"limits": {}, "oauth": {"introspection": {}}}, "ingress": {"modern": {}}, "egress": {},)"
+      R"({"mqtt": {"tls": {}}, "http": {"limits": {}, "oauth": {"introspection": {}}}, "ingress": {"modern": {}, "replicas": {}}, "egress": {},)"
       R"( "events": {"webhooks": {}}, "log": {}, "daemon": {}, "timeouts": {},)"
       R"( "mcpServers": {"NAME": {"command": "x", "oauth": {}}}})";
   std::vector<std::string> keys;

@@ -163,10 +163,28 @@ struct ModernIngressConfig {
   int idle_timeout_ms = 60000;                // an idle pooled session closes after this
   int input_timeout_ms = 300000;              // requestState lifetime: a parked request's wait
   int input_round_quiet_ms = 20;              // a round of server→client requests ends after this
-  std::string state_secret_file;  // HMAC key of requestState (32+ bytes); random if unset
-  std::string state_secret;       // resolved from the file; never logged
+  // The old name of ingress.replicas.secret_file (the key of requestState and session ids).
+  std::string state_secret_file;
+  std::string state_secret;  // ingress.replicas.secret, resolved; never logged
 
   bool operator==(const ModernIngressConfig&) const = default;
+};
+
+// Several replicas of the ingress behind one load balancer (ingress.replicas; docs/replicas.md):
+// each names itself on the broker, seals its session ids and requestState with the secret they
+// share, and relays a request for a session another replica holds to that one over MQTT 5
+// request/response.
+struct ReplicasConfig {
+  std::string id;                 // this replica's name; empty: the host name and a random suffix
+  std::string secret_file;        // the secret every replica shares (32+ bytes); alias
+                                  // ingress.modern.state_secret_file. Unset: a key of this process
+  std::string secret;             // resolved from the file; never logged
+  int relay_timeout_ms = 0;       // the owner's first answer to a relayed request; 0: the longest
+                                  // request timeout (timeouts) and 5 s
+  std::size_t max_relays = 1024;  // relayed requests in flight, each way
+
+  bool shared() const { return !secret_file.empty(); }  // else ids serve this process only
+  bool operator==(const ReplicasConfig&) const = default;
 };
 
 struct IngressConfig {
@@ -175,6 +193,7 @@ struct IngressConfig {
   Pick pick = Pick::random;
   int presence_wait_ms = 5000;  // how long a new session waits for a server-name to appear
   ModernIngressConfig modern;
+  ReplicasConfig replicas;
 
   bool operator==(const IngressConfig&) const = default;
 };

@@ -1,6 +1,7 @@
 #include "config/sections.hpp"
 
 #include <algorithm>
+#include <cctype>
 
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -169,6 +170,25 @@ void read_modern(ObjectReader& r, ModernIngressConfig& m) {
                                  std::to_string(m.max_listens));
 }
 
+// A replica's name goes into topic names and session ids: letters, digits, '-' and '_'.
+std::string check_replica_id(const std::string& id) {
+  if (id.empty() || id.size() > 64) return "must be 1 to 64 characters";
+  for (unsigned char c : id)
+    if (!std::isalnum(c) && c != '-' && c != '_')
+      return "may hold only letters, digits, '-' and '_' (it names MQTT topics and session ids)";
+  return {};
+}
+
+void read_replicas(ObjectReader& r, ReplicasConfig& rc) {
+  if (r.string("id", rc.id)) {
+    const auto why = check_replica_id(rc.id);
+    if (!why.empty()) r.problem("id", "\"" + rc.id + "\" " + why);
+  }
+  r.string("secret_file", rc.secret_file, false);
+  r.millis("relay_timeout", rc.relay_timeout_ms, 0, 3600 * 1000);
+  r.integer("max_relays", rc.max_relays, 1, 1000000);
+}
+
 void read_ingress_members(ObjectReader& r, IngressConfig& in, std::vector<Problem>& problems) {
   r.string("default_server", in.default_server);
   if (r.string_list("server_name_filters", in.server_name_filters)) {
@@ -195,6 +215,11 @@ void read_ingress_members(ObjectReader& r, IngressConfig& in, std::vector<Proble
     ObjectReader mr(*m, r.path_of("modern"), problems);
     read_modern(mr, in.modern);
     mr.finish();
+  }
+  if (const Value* rv = r.object("replicas")) {
+    ObjectReader rr(*rv, r.path_of("replicas"), problems);
+    read_replicas(rr, in.replicas);
+    rr.finish();
   }
   if (!in.default_server.empty()) {
     const auto why = topics::check_server_name(in.default_server);

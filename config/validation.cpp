@@ -187,17 +187,30 @@ void resolve_secrets(Config& cfg, std::vector<Problem>& problems, GetEnv getenv_
     problems.push_back(
         {"mqtt.username", "a password is set (file or MCPMQTT_MQTT_PASSWORD) but no username"});
   }
-  if (!cfg.ingress.modern.state_secret_file.empty()) {
+  {
+    // ingress.replicas.secret_file, or its old name ingress.modern.state_secret_file.
+    auto& rc = cfg.ingress.replicas;
     auto& m = cfg.ingress.modern;
-    if (!read_secret_file(m.state_secret_file, m.state_secret, why)) {
-      problems.push_back({"ingress.modern.state_secret_file", why});
-    } else if (m.state_secret.size() < 32) {
+    std::string key = "ingress.replicas.secret_file";
+    if (rc.secret_file.empty() && !m.state_secret_file.empty()) {
+      rc.secret_file = m.state_secret_file;
+      key = "ingress.modern.state_secret_file";
+    } else if (!m.state_secret_file.empty() && m.state_secret_file != rc.secret_file) {
       problems.push_back({"ingress.modern.state_secret_file",
-                          "holds " + std::to_string(m.state_secret.size()) +
-                              " bytes; an HMAC key of at least 32 is needed (for example the "
-                              "output of `head -c 48 /dev/urandom | base64`)"});
-      m.state_secret.clear();
+                          "is the old name of ingress.replicas.secret_file, which names another "
+                          "file; keep one of them"});
     }
+    if (!rc.secret_file.empty()) {
+      if (!read_secret_file(rc.secret_file, rc.secret, why)) {
+        problems.push_back({key, why});
+      } else if (rc.secret.size() < 32) {
+        problems.push_back({key, "holds " + std::to_string(rc.secret.size()) +
+                                     " bytes; an HMAC key of at least 32 is needed (for example "
+                                     "the output of `head -c 48 /dev/urandom | base64`)"});
+        rc.secret.clear();
+      }
+    }
+    m.state_secret = rc.secret;
   }
   for (auto& server : cfg.servers) {
     auto& o = server.oauth;

@@ -75,6 +75,8 @@ std::string Daemon::compute_not_ready() const {
     // http.oauth: tokens cannot be checked without the issuer's keys (protected routes: 503).
     if (auto why = http_->auth_problem(); !why.empty())
       parts.push_back("OAuth issuer " + cfg_.http.oauth.issuer + ": " + why);
+    if (auto why = http_->relay_problem(); !why.empty())
+      parts.push_back("relay to other replicas: " + why);
   }
   if (presence_ && !directory_up_) {
     std::lock_guard lock(broker_problem_mu_);
@@ -146,9 +148,28 @@ int Daemon::start() {
     io.timeouts = cfg_.timeouts;
     io.connect_meta_json = connect_meta("mcp-mqtt-bridge HTTP ingress session");
     ingress_ = Ingress::create(io, presence_->directory());
+    auto replica = directions::resolve_replica(cfg_.ingress.replicas);
+    if (!replica) {
+      log::daemon()->error("HTTP ingress: {}", replica.error());
+      return kExitFailure;
+    }
+    if (replica->shared) {
+      log::daemon()->info(
+          "replica {}: sessions and requestState sealed with the replicas' shared "
+          "secret (ingress.replicas.secret_file)",
+          replica->id);
+    } else {
+      log::daemon()->warn(
+          "replica {}: ingress.replicas.secret_file is not set, so this replica's session ids "
+          "and requestState cannot be served by another replica; behind a load balancer, give "
+          "every replica the same secret file (docs/replicas.md)",
+          replica->id);
+    }
     if (cfg_.ingress.modern.enabled) {
       directions::ModernIngress::Options mo;
       mo.modern = cfg_.ingress.modern;
+      mo.modern.state_secret = replica->secret;
+      mo.replica = replica->id;
       mo.metrics_direction = "http_ingress";
       auto made = directions::ModernIngress::create(boost::asio::make_strand(ioc_), mo, ingress_);
       if (!made) {
@@ -186,8 +207,8 @@ int Daemon::start() {
     hooks.ready = [this] { return ready(); };
     hooks.not_ready_reason = [this] { return not_ready_reason(); };
     hooks.metrics_text = [] { return metrics::registry().text(); };
-    http_ =
-        std::make_unique<directions::HttpIngress>(ioc_, cfg_, ingress_, modern_, std::move(hooks));
+    http_ = std::make_unique<directions::HttpIngress>(ioc_, cfg_, ingress_, modern_,
+                                                      std::move(hooks), *replica);
     auto base = http_->start();
     if (!base) {
       log::daemon()->error("HTTP ingress: {}", base.error().message);

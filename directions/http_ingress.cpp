@@ -6,6 +6,7 @@
 #include "http/server_auth.hpp"
 #include "http/server_backend.hpp"
 #include "http/server_listener.hpp"
+#include "mqtt/client_session.hpp"
 
 namespace mcpmqtt::directions {
 
@@ -44,12 +45,32 @@ class HttpIngress::Backend : public http::Backend {
 
 HttpIngress::HttpIngress(boost::asio::io_context& ioc, const config::Config& cfg,
                          std::shared_ptr<Ingress> ingress, std::shared_ptr<ModernIngress> modern,
-                         Hooks hooks)
+                         Hooks hooks, const ReplicaIdentity& replica)
     : ioc_(ioc),
       oauth_(cfg.http.oauth),
       backend_(std::make_unique<Backend>(std::move(ingress), std::move(modern), std::move(hooks))),
       server_(std::make_unique<http::Server>(ioc, http_server_options(cfg.http, cfg.mqtt),
-                                             cfg.ingress.default_server, *backend_)) {}
+                                             cfg.ingress.default_server, *backend_)) {
+  if (replica.shared) {
+    ReplicaRelay::Options o;
+    o.replica = replica.id;
+    o.secret = replica.secret;
+    o.connection.broker = broker_options(cfg.mqtt);
+    // 004 §MQTT Client ID: a fresh id for every connection of the bridge's.
+    o.connection.client_id = mqtt::fresh_client_id(cfg.mqtt.client_id_prefix + "-replica");
+    o.connection.meta_json = connect_meta("mcp-mqtt-bridge replica " + replica.id);
+    const auto& rc = cfg.ingress.replicas;
+    int longest = cfg.timeouts.default_ms;
+    for (const auto& [method, ms] : cfg.timeouts.method_ms)
+      longest = std::max(longest, ms);
+    o.timeout =
+        std::chrono::milliseconds(rc.relay_timeout_ms > 0 ? rc.relay_timeout_ms : longest + 5000);
+    o.max_relays = rc.max_relays;
+    relay_ = ReplicaRelay::create(ioc, std::move(o));
+  }
+  server_->set_replica(std::make_shared<const http::SessionIds>(replica.id, replica.secret),
+                       relay_);
+}
 
 HttpIngress::~HttpIngress() = default;
 
@@ -108,6 +129,7 @@ Expected<std::string, Error> HttpIngress::start() {
   }
   auto bound = server_->start();
   if (!bound) return unexpected(bound.error());
+  if (relay_) relay_->start(*server_);
   const auto ep = *bound;
   const std::string host =
       ep.address().is_v6() ? "[" + ep.address().to_string() + "]" : ep.address().to_string();
@@ -115,9 +137,16 @@ Expected<std::string, Error> HttpIngress::start() {
 }
 
 void HttpIngress::stop(const std::string& why) {
+  // Relays first: what other replicas relayed here, and what this one relayed, is answered
+  // before the sessions end; the presence is cleared so the others stop relaying here.
+  if (relay_) relay_->stop(std::chrono::seconds(1), {});
   server_->stop(why);
   if (issuer_keys_) issuer_keys_->stop();
   if (introspection_) introspection_->stop();
+}
+
+std::string HttpIngress::relay_problem() const {
+  return relay_ ? relay_->problem() : std::string();
 }
 
 std::string HttpIngress::auth_problem() const {

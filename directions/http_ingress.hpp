@@ -16,6 +16,7 @@
 #include "config/config.hpp"
 #include "directions/ingress.hpp"
 #include "directions/modern_ingress.hpp"
+#include "directions/replica_relay.hpp"
 
 namespace mcpmqtt::http {
 class Server;
@@ -33,9 +34,12 @@ class HttpIngress {
     std::function<std::string()> not_ready_reason;                      // its body when not ready
     std::function<std::string()> metrics_text;  // GET /metrics, before the server's own
   };
-  // `modern` may be null (ingress.modern.enabled false).
+  // `modern` may be null (ingress.modern.enabled false). `replica`: this replica's name and
+  // secret (resolve_replica); with a shared secret, requests for other replicas' sessions are
+  // relayed to them (ReplicaRelay).
   HttpIngress(boost::asio::io_context& ioc, const config::Config& cfg,
-              std::shared_ptr<Ingress> ingress, std::shared_ptr<ModernIngress> modern, Hooks hooks);
+              std::shared_ptr<Ingress> ingress, std::shared_ptr<ModernIngress> modern, Hooks hooks,
+              const ReplicaIdentity& replica);
   ~HttpIngress();
   HttpIngress(const HttpIngress&) = delete;
   HttpIngress& operator=(const HttpIngress&) = delete;
@@ -47,6 +51,8 @@ class HttpIngress {
   void stop(const std::string& why);
   // Why access tokens cannot be checked now (http.oauth: no usable keys of the issuer), or empty.
   std::string auth_problem() const;
+  // Why requests for other replicas' sessions cannot be relayed now, or empty.
+  std::string relay_problem() const;
 
  private:
   class Backend;
@@ -56,6 +62,7 @@ class HttpIngress {
   std::shared_ptr<http::TokenIntrospection> introspection_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<http::Server> server_;
+  std::shared_ptr<ReplicaRelay> relay_;
 };
 
 }  // namespace mcpmqtt::directions

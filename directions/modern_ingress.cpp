@@ -55,6 +55,7 @@ ModernIngress::ModernIngress(boost::asio::any_io_executor strand, Options option
   o.input_timeout = std::chrono::milliseconds(m.input_timeout_ms);
   o.round_quiet = std::chrono::milliseconds(m.input_round_quiet_ms);
   o.state_secret = m.state_secret;
+  o.replica = options_.replica;
   o.client_info_json = R"({"name":"mcp-mqtt-bridge","version":")" MCPMQTT_VERSION R"("})";
   o.metrics_direction = options_.metrics_direction;
   std::weak_ptr<Ingress> weak_ingress = ingress_;

@@ -27,6 +27,7 @@ class ModernIngress : public std::enable_shared_from_this<ModernIngress> {
   struct Options {
     config::ModernIngressConfig modern;
     std::string metrics_direction = "http_ingress";  // or "stdio_ingress"
+    std::string replica;  // ingress.replicas.id: named in requestState (HTTP ingress)
   };
 
   // `strand` runs the gateway and the MQTT sessions it opens through `ingress`. Fails (with a

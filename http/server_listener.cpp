@@ -7,6 +7,9 @@
 #include <boost/asio/write.hpp>
 
 #include "http/server_connection.hpp"
+#include "http/server_mcp_dispatch.hpp"
+#include "http/server_precheck.hpp"
+#include "http/server_relay.hpp"
 #include "http/server_session.hpp"
 #include "http/server_state.hpp"
 
@@ -135,6 +138,40 @@ void Server::set_key_source(std::shared_ptr<KeySource> source) {
 
 void Server::set_introspector(std::shared_ptr<Introspector> introspector) {
   state_->auth.set_introspector(std::move(introspector));
+}
+
+void Server::set_replica(std::shared_ptr<const SessionIds> ids, std::shared_ptr<Relay> relay) {
+  state_->ids = std::move(ids);
+  state_->relay = std::move(relay);
+}
+
+namespace {
+
+// What dispatch_mcp answers a relayed request through: the owner's exchange.
+class RelayedSink : public RequestSink {
+ public:
+  explicit RelayedSink(std::shared_ptr<Exchange> exchange) : exchange_(std::move(exchange)) {}
+  void respond(Response response) override { exchange_->reply(std::move(response)); }
+  std::shared_ptr<Exchange> hand_over() override { return exchange_; }
+
+ private:
+  std::shared_ptr<Exchange> exchange_;
+};
+
+}  // namespace
+
+void Server::serve_relayed(RelayedRequest request, std::shared_ptr<Exchange> exchange) {
+  RelayedSink sink(exchange);
+  const auto route = parse_route(request.target);
+  if (route.kind != Route::Kind::mcp)
+    return sink.respond(error_response(404, jsonrpc::code::connection_closed,
+                                       "Not Found: a relayed request names no MCP endpoint"));
+  Request req{request.method, request.target, 11};
+  for (auto& [name, value] : request.headers)
+    req.insert(name, value);
+  req.body() = std::move(request.body);
+  req.prepare_payload();
+  dispatch_mcp(req, route, request.principal, state_, "[relayed]", sink, true);
 }
 
 std::string Server::auth_problem() const {

@@ -25,6 +25,10 @@ struct ServerState;
 class Listener;
 class KeySource;
 class Introspector;
+class SessionIds;
+class Relay;
+struct RelayedRequest;
+class Exchange;
 
 class Server {
  public:
@@ -47,6 +51,13 @@ class Server {
   void set_key_source(std::shared_ptr<KeySource> source);
   // What opaque tokens are introspected with (http.oauth.introspection); before start().
   void set_introspector(std::shared_ptr<Introspector> introspector);
+  // Replicas (http/server_relay.hpp): session ids naming this replica, and the relay that
+  // forwards requests for other replicas' sessions; before start(). The relay may be null.
+  void set_replica(std::shared_ptr<const SessionIds> ids, std::shared_ptr<Relay> relay);
+  // A request another replica relayed here (its checks — Host, Origin, authorization, body
+  // bounds — passed there): served as if it had arrived on a connection of this server, through
+  // `exchange`. Never relayed again. Any thread.
+  void serve_relayed(RelayedRequest request, std::shared_ptr<Exchange> exchange);
   // Why access tokens cannot be checked now (no usable keys, no introspection endpoint), or
   // empty; for /readyz.
   std::string auth_problem() const;

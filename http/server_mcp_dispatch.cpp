@@ -6,9 +6,12 @@
 #include <optional>
 #include <string>
 
+#include "bridge/jsonrpc/json_access.hpp"
 #include "bridge/modern/protocol.hpp"
+#include "bridge/modern/round_state.hpp"
 #include "common/log.hpp"
 #include "http/server_modern.hpp"
+#include "http/server_relay.hpp"
 #include "http/server_session.hpp"
 
 namespace mcpmqtt::http {
@@ -26,9 +29,43 @@ std::string_view trimmed(std::string_view s) {
   return s;
 }
 
+// The fields of a request the MCP endpoint reads, which a relayed request carries.
+bool relayed_field(std::string_view name) {
+  static constexpr std::string_view kFields[] = {
+      "mcp-session-id", "mcp-protocol-version", "last-event-id", "accept",
+      "content-type",   "mcp-method",           "mcp-name"};
+  auto lower_equal = [](std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+             return x == static_cast<char>(std::tolower(static_cast<unsigned char>(y)));
+           });
+  };
+  for (auto f : kFields)
+    if (lower_equal(f, name)) return true;
+  constexpr std::string_view kParam = "mcp-param-";
+  return name.size() > kParam.size() && lower_equal(kParam, name.substr(0, kParam.size()));
+}
+
+// To the replica that holds the request's session or parked request (replicas.md).
+void relay(Request& req, std::string owner, const bridge::Principal& principal, ServerState& state,
+           RequestSink& sink, bool modern, std::string body) {
+  RelayedRequest r;
+  r.owner = std::move(owner);
+  r.method = req.method();
+  r.target = std::string(req.target());
+  r.principal = principal;
+  r.modern = modern;
+  r.body = std::move(body);
+  for (const auto& f : req) {
+    const auto name = f.name_string();
+    if (relayed_field(std::string_view(name.data(), name.size())))
+      r.headers.emplace_back(std::string(name), std::string(f.value()));
+  }
+  state.relay->forward(std::move(r), sink.hand_over());
+}
+
 // A request or notification of MCP 2026-07-28 (no session): to the backend's gateway.
 void dispatch_modern(Request& req, const std::string& server, const bridge::Principal& principal,
-                     Message message, ServerState& state, RequestSink& sink) {
+                     Message message, ServerState& state, RequestSink& sink, bool relayed) {
   modern::Headers headers;
   if (auto v = req.find("MCP-Protocol-Version"); v != req.end())
     headers.protocol_version = std::string(v->value());
@@ -47,6 +84,20 @@ void dispatch_modern(Request& req, const std::string& server, const bridge::Prin
     return sink.respond(
         modern_error_response(503, Message::error(message.id(), jsonrpc::code::connection_closed,
                                                   "Service Unavailable: the bridge is stopping")));
+  if (!relayed && state.relay && state.ids) {
+    // basic/patterns/mrtr: a retry names its parked request by requestState, which names the
+    // replica holding it.
+    const auto* params = message.params();
+    const auto* token =
+        params && params->IsObject() ? jsonrpc::member(params, "requestState") : nullptr;
+    if (token && token->IsString()) {
+      auto owner = bridge::round_state_replica(
+          std::string_view(token->GetString(), token->GetStringLength()));
+      if (!owner.empty() && owner != state.ids->replica())
+        return relay(req, std::move(owner), principal, state, sink, true,
+                     std::string(message.text()));
+    }
+  }
   ModernRequest request{server, principal, std::move(message), std::move(headers), {}};
   constexpr std::string_view kParam = "mcp-param-";
   for (const auto& field : req) {
@@ -62,15 +113,56 @@ void dispatch_modern(Request& req, const std::string& server, const bridge::Prin
                               std::make_shared<ExchangeModernReply>(sink.hand_over()));
 }
 
+// The id an answer about a relayed request carries (JSON-RPC 2.0 §5), read again from its body.
+jsonrpc::Id relayed_id(const RelayedRequest& r) {
+  if (r.body.empty()) return {};
+  auto body = jsonrpc::parse_body(std::string(r.body), jsonrpc::Limits{});
+  if (!body) return body.error().id;
+  if (r.modern && body->messages.size() == 1) return body->messages.front().id();
+  return reply_id(*body);
+}
+
 }  // namespace
+
+Response relay_owner_gone(const RelayedRequest& r) {
+  const auto id = relayed_id(r);
+  if (r.modern)
+    return modern_error_response(200, Message::error(id, modern::invalid_request_state()));
+  return error_response(404, jsonrpc::code::request_timeout,
+                        "Session not found: the replica that held it is gone; send initialize "
+                        "without Mcp-Session-Id to start a new session",
+                        id);
+}
+
+std::string relay_stream_error(const RelayedRequest& r, const std::string& why) {
+  if (r.method != bhttp::verb::post) return {};
+  const auto id = relayed_id(r);
+  if (id.is_null()) return {};
+  return std::string(
+      Message::error(id, jsonrpc::code::connection_closed, "Connection closed: " + why).text());
+}
+
+Response relay_unavailable(const RelayedRequest& r, const std::string& why) {
+  const auto id = relayed_id(r);
+  if (r.modern)
+    return modern_error_response(
+        503, Message::error(id, jsonrpc::code::connection_closed, "Service Unavailable: " + why));
+  return error_response(503, jsonrpc::code::connection_closed, "Service Unavailable: " + why, id);
+}
 
 void dispatch_mcp(Request& req, const Route& route, const bridge::Principal& principal,
                   const std::shared_ptr<ServerState>& shared_state, std::string_view label,
-                  RequestSink& sink) {
+                  RequestSink& sink, bool relayed) {
   ServerState& state = *shared_state;
   const std::string server = route.server_name.empty() ? state.default_server : route.server_name;
   const std::string session_id(req["Mcp-Session-Id"]);
   const std::string version(req["MCP-Protocol-Version"]);
+  // A session another replica holds: to it, with the body as received (replicas.md).
+  if (!relayed && state.relay && state.ids && !session_id.empty() &&
+      !state.sessions.find(session_id)) {
+    if (auto owner = state.ids->owner(session_id); owner && *owner != state.ids->replica())
+      return relay(req, std::move(*owner), principal, state, sink, false, std::move(req.body()));
+  }
 
   std::shared_ptr<ServerSession> session;
   // JSON-RPC 2.0 §5: an error about a POSTed request carries its id (once the body is read).
@@ -157,8 +249,8 @@ void dispatch_mcp(Request& req, const Route& route, const bridge::Principal& pri
           modern_error_response(era.refusal->status, Message::error(id, era.refusal->error)));
     }
     if (era.era == modern::PostEra::modern)
-      return dispatch_modern(req, server, principal, std::move(body->messages.front()), state,
-                             sink);
+      return dispatch_modern(req, server, principal, std::move(body->messages.front()), state, sink,
+                             relayed);
   }
   const Message* initialize = nullptr;
   for (const auto& m : body->messages)
@@ -177,7 +269,7 @@ void dispatch_mcp(Request& req, const Route& route, const bridge::Principal& pri
     if (state.stopping)
       return sink.respond(error_response(503, jsonrpc::code::connection_closed,
                                          "Service Unavailable: the bridge is stopping", answer_id));
-    auto id = new_session_id();
+    auto id = state.ids ? state.ids->mint() : new_session_id();
     if (id.empty())
       return sink.respond(error_response(503, jsonrpc::code::connection_closed,
                                          "Service Unavailable: no random source for a session id",

@@ -25,9 +25,11 @@ class RequestSink {
   virtual std::shared_ptr<Exchange> hand_over() = 0;
 };
 
-// `principal`: who sent it (Authenticator).
+// `principal`: who sent it (Authenticator). A request for a session (Mcp-Session-Id) or a
+// parked 2026-07-28 request (its requestState) that another replica holds goes to that replica
+// through state.relay, unless it was `relayed` here already.
 void dispatch_mcp(Request& req, const Route& route, const bridge::Principal& principal,
                   const std::shared_ptr<ServerState>& shared_state, std::string_view label,
-                  RequestSink& sink);
+                  RequestSink& sink, bool relayed = false);
 
 }  // namespace mcpmqtt::http

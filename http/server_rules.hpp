@@ -117,7 +117,9 @@ bridge::Principal principal_of(std::string_view authorization, bool tokens_enabl
 std::string new_session_id();
 // A short form for log prefixes.
 inline std::string short_id(std::string_view id) {
-  return std::string(id.substr(0, 8));
+  // A replica's ids ({replica}.{random}.{MAC}, http/server_relay.hpp): the start of the random.
+  const auto dot = id.find('.');
+  return std::string(id.substr(dot == std::string_view::npos ? 0 : dot + 1, 8));
 }
 
 // MCP revisions accepted in MCP-Protocol-Version, oldest first.

@@ -27,6 +27,8 @@ namespace mcpmqtt::http {
 
 class ServerSession;
 class ServerConnection;
+class SessionIds;
+class Relay;
 
 // MCP sessions by id. A session is counted (for max_sessions) from its initialize POST, and
 // visible to requests only once initialize succeeded.
@@ -67,6 +69,11 @@ struct ServerState {
   const std::shared_ptr<spdlog::logger> log;
   SessionRegistry sessions;
   std::atomic<bool> stopping{false};
+  // Replicas (http/server_relay.hpp): how session ids are made and whom they name, and where
+  // requests for another replica's sessions go. Set before the server starts; ids may be null
+  // (then new_session_id()), relay null (a replica alone: such requests get 404).
+  std::shared_ptr<const SessionIds> ids;
+  std::shared_ptr<Relay> relay;
 
   // Open connections, for stop().
   void add_connection(std::uint64_t id, std::weak_ptr<ServerConnection> c);

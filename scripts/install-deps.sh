@@ -62,7 +62,8 @@ else
     # python3 with python3-prometheus-client: the Prometheus project's own parser reads
     # GET /metrics in a test;
     # clang and libclang-rt-14-dev (libFuzzer, ASan, UBSan): scripts/fuzz.sh.
-    packages+=(openssl systemd clang-format python3 python3-prometheus-client clang libclang-rt-14-dev)
+    packages+=(openssl systemd clang-format python3 python3-prometheus-client clang libclang-rt-14-dev
+               haproxy)
     command -v npm >/dev/null || packages+=(nodejs npm)
   elif [[ $mode == demo ]]; then
     # python3: scripts/demo.sh picks free ports with it.

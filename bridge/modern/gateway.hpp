@@ -48,6 +48,7 @@ class ModernGateway : public std::enable_shared_from_this<ModernGateway> {
     std::chrono::milliseconds input_timeout{300000};  // requestState lifetime; parked runs end
     std::chrono::milliseconds round_quiet{20};        // a round closes this long after its last
     std::string state_secret;  // HMAC key of requestState (≥ 32 bytes); never logged
+    std::string replica;       // the ingress replica's name, in each requestState it mints
     // clientInfo of sessions whose request has none (basic/index §_meta: clientInfo optional).
     std::string client_info_json = R"({"name":"mcp-mqtt-bridge","version":"0"})";
     // The 2025 revision the gateway offers in initialize.

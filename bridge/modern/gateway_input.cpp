@@ -117,8 +117,9 @@ void ModernGateway::ask(Run& run, Pending& p) {
     run.original.reset();
   }
   const std::string state =
-      mint_round_state(codec_, {run.id, run.nonce, run.round}, {run.principal, run.key, run.method},
-                       run.params_digest, to_ms(scheduler_.now()) + options_.input_timeout.count());
+      mint_round_state(codec_, {run.id, run.nonce, run.round},
+                       {run.principal, run.key, run.method, options_.replica}, run.params_digest,
+                       to_ms(scheduler_.now()) + options_.input_timeout.count());
   // basic/patterns/mrtr: {resultType: input_required, inputRequests: {key: {method, params}},
   // requestState}; the embedded requests carry no jsonrpc or id.
   std::string requests;
@@ -155,8 +156,8 @@ void ModernGateway::resume(CallId id, const std::string& state) {
                          m.id().to_string(), why);
     refuse(p, modern::invalid_request_state(), 200, "error");
   };
-  const auto ticket = open_round_state(codec_, state, {p.call.principal.key, p.key, m.method()}, m,
-                                       to_ms(scheduler_.now()));
+  const auto ticket = open_round_state(codec_, state, {p.call.principal.key, p.key, m.method(), {}},
+                                       m, to_ms(scheduler_.now()));
   if (!ticket) return fail(ticket.error());
   auto r = runs_.find(ticket->run);
   if (r == runs_.end() || r->second->state == RunState::running ||

@@ -35,14 +35,18 @@ std::string sha256_hex(std::string_view data) {
   return out;
 }
 
+std::string hmac_sha256(std::string_view key, std::string_view data) {
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, &len);
+  return std::string(reinterpret_cast<const char*>(out), len);
+}
+
 RequestStateCodec::RequestStateCodec(std::string secret) : secret_(std::move(secret)) {}
 
 std::string RequestStateCodec::mac(std::string_view signed_part) const {
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  HMAC(EVP_sha256(), secret_.data(), static_cast<int>(secret_.size()),
-       reinterpret_cast<const unsigned char*>(signed_part.data()), signed_part.size(), out, &len);
-  return std::string(reinterpret_cast<const char*>(out), len);
+  return hmac_sha256(secret_, signed_part);
 }
 
 std::string RequestStateCodec::mint(std::string_view payload) const {
@@ -66,6 +70,13 @@ std::optional<std::string> RequestStateCodec::open(std::string_view token) const
       CRYPTO_memcmp(tag->data(), expected.data(), expected.size()) != 0)
     return std::nullopt;
   return base64url_decode(signed_part.substr(kPrefix.size()));
+}
+
+std::optional<std::string> RequestStateCodec::peek(std::string_view token) {
+  if (token.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
+  const auto dot = token.rfind('.');
+  if (dot == std::string_view::npos || dot < kPrefix.size()) return std::nullopt;
+  return base64url_decode(token.substr(kPrefix.size(), dot - kPrefix.size()));
 }
 
 }  // namespace mcpmqtt::bridge

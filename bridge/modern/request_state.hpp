@@ -25,12 +25,16 @@ class RequestStateCodec {
   // The payload of a token this codec minted, unchanged; nullopt for anything else (a bad form,
   // a MAC that does not match — compared in constant time).
   std::optional<std::string> open(std::string_view token) const;
+  // The payload of a token of this form, its MAC unchecked: for routing only, never trusted.
+  static std::optional<std::string> peek(std::string_view token);
 
  private:
   std::string mac(std::string_view signed_part) const;
   std::string secret_;
 };
 
+// HMAC-SHA256 of `data` under `key` (32 bytes).
+std::string hmac_sha256(std::string_view key, std::string_view data);
 // `n` bytes from OpenSSL's CSPRNG; nullopt if it has no entropy.
 std::optional<std::string> random_bytes(std::size_t n);
 // SHA-256 of `data` as 64 lowercase hex characters.

@@ -31,8 +31,18 @@ std::string mint_round_state(const RequestStateCodec& codec, const RoundTicket& 
       R"(,"r":)" + std::to_string(ticket.round) + R"(,"p":)" +
       jsonrpc::quote(sha256_hex(owner.principal)) + R"(,"k":)" +
       jsonrpc::quote(sha256_hex(owner.key)) + R"(,"m":)" + jsonrpc::quote(owner.method) +
-      R"(,"d":)" + jsonrpc::quote(digest) + R"(,"e":)" + std::to_string(expiry_ms) + "}";
+      R"(,"d":)" + jsonrpc::quote(digest) + R"(,"e":)" + std::to_string(expiry_ms) +
+      (owner.replica.empty() ? "" : R"(,"o":)" + jsonrpc::quote(owner.replica)) + "}";
   return codec.mint(payload);
+}
+
+std::string round_state_replica(std::string_view token) {
+  const auto payload = RequestStateCodec::peek(token);
+  if (!payload) return {};
+  rapidjson::Document d;
+  d.Parse(payload->data(), payload->size());
+  const Value* o = d.HasParseError() ? nullptr : member(&d, "o");
+  return o && o->IsString() ? std::string(o->GetString(), o->GetStringLength()) : std::string();
 }
 
 Expected<RoundTicket, std::string> open_round_state(const RequestStateCodec& codec,

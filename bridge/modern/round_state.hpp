@@ -27,6 +27,7 @@ struct RoundOwner {
   std::string principal;
   std::string key;  // the pool key: server-name, principal, capabilities
   std::string method;
+  std::string replica;  // the ingress replica holding the run (ingress.replicas.id); minted only
 };
 
 // The digest a state binds the request by: its params without what changes between rounds
@@ -36,6 +37,10 @@ std::string params_digest(const jsonrpc::Message& request);
 std::string mint_round_state(const RequestStateCodec& codec, const RoundTicket& ticket,
                              const RoundOwner& owner, const std::string& params_digest,
                              std::int64_t expiry_ms);
+
+// The replica a state names as holding its run, read without checking the MAC (the owner checks
+// it when the retry reaches it); empty for a token that names none or is not a state at all.
+std::string round_state_replica(std::string_view token);
 
 // The ticket of `token` when the codec minted it, it has not expired at `now_ms`, and it was
 // minted for `owner` and for a request with the params of `retry`; else why not.

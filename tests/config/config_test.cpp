@@ -660,6 +660,51 @@ TEST_CASE(
   CHECK(p.path == "ingress.modern.state_secret_file");
 }
 
+TEST_CASE(
+    "ingress.replicas: id, the shared secret file (ingress.modern.state_secret_file is its old "
+    "name and still read), relay bounds",
+    "[config][replicas]") {
+  auto d = good("{}");
+  CHECK(d.ingress.replicas.id.empty());
+  CHECK_FALSE(d.ingress.replicas.shared());
+  CHECK(d.ingress.replicas.max_relays == 1024);
+  CHECK(d.ingress.replicas.relay_timeout_ms == 0);
+
+  mcpmqtt::test::TempDir dir;
+  const auto secret = dir.write("secret", std::string(40, 'r') + "\n");
+  auto c = good(R"({"ingress": {"replicas": {"id": "web-1_a", "secret_file": ")" + secret +
+                R"(", "relay_timeout_s": 20, "max_relays": 64}}})");
+  CHECK(c.ingress.replicas.id == "web-1_a");
+  CHECK(c.ingress.replicas.shared());
+  CHECK(c.ingress.replicas.secret == std::string(40, 'r'));
+  CHECK(c.ingress.modern.state_secret == std::string(40, 'r'));  // requestState's key too
+  CHECK(c.ingress.replicas.relay_timeout_ms == 20000);
+  CHECK(c.ingress.replicas.max_relays == 64);
+  CHECK(c.summary().find("rrrr") == std::string::npos);
+  // The old name alone: the same secret, shared.
+  auto old = good(R"({"ingress": {"modern": {"state_secret_file": ")" + secret + R"("}}})");
+  CHECK(old.ingress.replicas.shared());
+  CHECK(old.ingress.replicas.secret == std::string(40, 'r'));
+  // Both naming the same file: fine; different files: refused.
+  good(R"({"ingress": {"modern": {"state_secret_file": ")" + secret +
+       R"("}, "replicas": {"secret_file": ")" + secret + R"("}}})");
+  const auto other = dir.write("other", std::string(40, 'o'));
+  auto p = only_problem(R"({"ingress": {"modern": {"state_secret_file": ")" + other +
+                        R"("}, "replicas": {"secret_file": ")" + secret + R"("}}})");
+  CHECK(p.path == "ingress.modern.state_secret_file");
+  p = only_problem(R"({"ingress": {"replicas": {"id": "a/b"}}})");
+  CHECK(p.path == "ingress.replicas.id");
+  CHECK(p.message.find("may hold only letters, digits") != std::string::npos);
+  p = only_problem(R"({"ingress": {"replicas": {"id": "a.b"}}})");
+  CHECK(p.path == "ingress.replicas.id");
+  p = only_problem(R"({"ingress": {"replicas": {"max_relays": 0}}})");
+  CHECK(p.path == "ingress.replicas.max_relays");
+  const auto short_secret = dir.write("short", "short\n");
+  p = only_problem(R"({"ingress": {"replicas": {"secret_file": ")" + short_secret + R"("}}})");
+  CHECK(p.path == "ingress.replicas.secret_file");
+  CHECK(p.message.find("holds 5 bytes") == 0);
+}
+
 TEST_CASE("events.webhooks: off by default, a database required when on, bounds checked",
           "[config][webhooks]") {
   const auto d = good("{}");
