@@ -5,6 +5,7 @@
 // requests at each replica for the exact answers, and a replica killed under load.
 #include <atomic>
 #include <future>
+#include <set>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -52,8 +53,9 @@ struct Egress {
 struct Replicas {
   // `replicas_extra`: more keys of ingress.replicas (", \"key\": value"); `secrets`: the
   // secret of each replica when they differ (default: one for all).
+  // `server`: the default server, which each replica waits to see.
   Replicas(const Mosquitto& broker, int n, const std::string& replicas_extra = "",
-           std::vector<std::string> secrets = {}) {
+           std::vector<std::string> secrets = {}, const std::string& server = "demo/test") {
     secret = dir.write("replica.secret", std::string(48, 's'));
     for (int i = 1; i <= n; ++i) {
       const auto file = static_cast<std::size_t>(i) <= secrets.size()
@@ -66,7 +68,7 @@ struct Replicas {
     }
     // Each sees the others and the servers.
     for (auto& r : all) {
-      REQUIRE(r->proc->wait_for_log("[directory] demo/test online"));
+      REQUIRE(r->proc->wait_for_log("[directory] " + server + " online"));
       for (int i = 1; i <= n; ++i)
         if (r.get() != all[i - 1].get())
           REQUIRE(r->proc->wait_for_log("[relay] replica r" + std::to_string(i) + " is up"));
@@ -138,8 +140,8 @@ bool settles(const Bridge& b, const std::string& role) {
 
 TEST_CASE(
     "replicas: a 2025 session opened on one replica is served by another - POST with JSON and "
-    "SSE answers, the GET stream and DELETE relayed to its owner over MQTT 5 request/response - "
-    "and a forged or unknown session id gets 404",
+    "SSE answers, the GET stream, subscriptions/listen and DELETE relayed to its owner over MQTT "
+    "5 request/response - and a forged or unknown session id gets 404",
     "[replicas]") {
   Mosquitto broker;
   Egress egress(broker);
@@ -206,6 +208,31 @@ TEST_CASE(
       got = msg && msg->is_notification();
     }
     CHECK(got);
+  }
+
+  // subscriptions/listen (000) through r2: the acknowledgement, then a list change another
+  // session causes, tagged with the listen's id, on the relayed stream.
+  {
+    RawClient listen(replicas.all[1]->endpoint());
+    listen.send(bhttp::verb::post, "/mcp", mcp_headers(p2, session),
+                R"({"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":)"
+                R"({"notifications":{"toolsListChanged":true}}})");
+    REQUIRE(listen.read_header().status == 200);
+    auto ack = listen.next_message();
+    REQUIRE(ack);
+    CHECK(ack->message()->method() == "notifications/subscriptions/acknowledged");
+    const auto other = open_session(p1);
+    REQUIRE(post_to(p1,
+                    request_body(5, "tools/call",
+                                 R"({"name":"notify","arguments":)"
+                                 R"({"method":"notifications/tools/list_changed"}})"),
+                    other)
+                .status == 200);
+    auto change = listen.next_message();
+    REQUIRE(change);
+    CHECK(change->message()->method() == "notifications/tools/list_changed");
+    CHECK(change->data.find(R"("io.modelcontextprotocol/subscriptionId":"L")") !=
+          std::string::npos);
   }
 
   // A forged id (the MAC does not match), another secret's id, an id of no replica: 404 at once.
@@ -459,4 +486,49 @@ TEST_CASE(
   REQUIRE(replicas.all[0]->proc->wait_for_log("without a valid MAC is ignored"));
   const auto m1 = metrics_of(*replicas.all[0]);
   CHECK(series(m1, R"(mcpmqtt_relay_requests_total{role="served",outcome="served"})") <= 0);
+}
+
+TEST_CASE(
+    "replicas: the conformance suite 0.2.0-alpha.12 (requirements 2026-07-28 with its MRTR "
+    "scenarios, and 2025-11-25 with its sessions) gives the same result through HAProxy over "
+    "two replicas as through one replica, scenario by scenario and check by check",
+    "[replicas][conformance][serial]") {
+  Mosquitto broker;
+  Bridge egress(broker,
+                R"({"test/fixture2": {"command": ")" + node_binary() + R"(", "args": [")" +
+                    mp::fixture2_script() + R"(", "--stdio"]}})",
+                "test/fixture2", R"("egress": {"max_sessions_per_server": 128}, )");
+  REQUIRE(egress.proc->wait_for_log("[directory] test/fixture2 online"));
+  Replicas replicas(broker, 2, "", {}, "test/fixture2");
+  Haproxy lb(replicas.ports());
+  const std::string path = "/servers/test/fixture2/mcp";
+  // The one timing check of the 2026-07-28 set that may differ through any bridge (see
+  // modern_ingress_integration_test.cpp, same_as_direct_2026).
+  const std::set<std::string> known = {
+      "server-stateless/sep-2575-http-server-no-independent-requests-on-stream"};
+  for (const std::string requirements : {"2026-07-28", "2025-11-25"}) {
+    INFO("requirements " << requirements);
+    TempDir out;
+    std::string log;
+    auto one =
+        mp::run_conformance(replicas.all[0]->url(path), out.path() + "/one", requirements, &log);
+    INFO(log);
+    REQUIRE(one);
+    auto balanced = mp::run_conformance(lb.url(path), out.path() + "/lb", requirements, &log);
+    INFO(log);
+    REQUIRE(balanced);
+    auto same = mp::compare_except(*one, *balanced, false, known);
+    INFO(same.output);
+    CHECK(same.unexpected.empty());
+    auto strict = mp::compare_except(*one, *balanced, true, known);
+    INFO(strict.output);
+    CHECK(strict.unexpected.empty());
+  }
+  // Through the balancer, requests did cross replicas.
+  double sent = 0;
+  for (const auto& r : replicas.all)
+    sent += std::max(
+        0.0,
+        series(metrics_of(*r), R"(mcpmqtt_relay_requests_total{role="sent",outcome="answered"})"));
+  CHECK(sent > 0);
 }
