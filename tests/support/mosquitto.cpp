@@ -22,20 +22,6 @@ sockaddr_in loopback(std::uint16_t port) {
 }
 }  // namespace
 
-std::uint16_t free_loopback_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw std::runtime_error("socket failed");
-  sockaddr_in addr = loopback(0);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    throw std::runtime_error("bind to 127.0.0.1:0 failed");
-  }
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 HeldPort::HeldPort() {
   fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd_ < 0) throw std::runtime_error("socket failed");
@@ -54,6 +40,10 @@ HeldPort::HeldPort() {
 void HeldPort::release() {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
+}
+
+std::uint16_t free_loopback_port() {
+  return HeldPort().port();
 }
 
 bool wait_for_port(std::uint16_t port, std::chrono::milliseconds timeout) {
