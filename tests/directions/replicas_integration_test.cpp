@@ -9,6 +9,7 @@
 #include <thread>
 
 #include <catch2/catch.hpp>
+#include <rapidjson/document.h>
 #include <signal.h>
 
 #include "tests/http/server_test_support.hpp"
@@ -531,4 +532,78 @@ TEST_CASE(
         0.0,
         series(metrics_of(*r), R"(mcpmqtt_relay_requests_total{role="sent",outcome="answered"})"));
   CHECK(sent > 0);
+}
+
+namespace {
+
+const std::string kModernMeta =
+    R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
+    R"("io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},)"
+    R"("io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}})";
+
+HttpResult modern_call(std::uint16_t port, int id, const std::string& more_params = "") {
+  RawClient c({boost::asio::ip::make_address("127.0.0.1"), port});
+  Headers h = mcp_headers(port);
+  h.push_back({"MCP-Protocol-Version", "2026-07-28"});
+  h.push_back({"Mcp-Method", "tools/call"});
+  h.push_back({"Mcp-Name", "ask_elicitation"});
+  return c.request(
+      bhttp::verb::post, "/servers/test/sdk2/mcp", h,
+      R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
+          R"(,"method":"tools/call","params":{"name":"ask_elicitation","arguments":{},)" +
+          kModernMeta + more_params + "}}",
+      20s);
+}
+
+// The retry's params of an input_required result: its requestState, and an accepting answer to
+// each of its input requests (basic/patterns/mrtr).
+std::string retry_params(const std::string& body) {
+  rapidjson::Document d;
+  d.Parse(body.data(), body.size());
+  REQUIRE(d.IsObject());
+  const auto& result = d["result"];
+  REQUIRE(std::string(result["resultType"].GetString()) == "input_required");
+  std::string answers;
+  for (const auto& m : result["inputRequests"].GetObject())
+    answers += (answers.empty() ? "" : ",") + mcpmqtt::jsonrpc::quote(m.name.GetString()) +
+               R"(:{"action":"accept","content":{"name":"relayed"}})";
+  return R"(,"requestState":)" + mcpmqtt::jsonrpc::quote(result["requestState"].GetString()) +
+         R"(,"inputResponses":{)" + answers + "}";
+}
+
+}  // namespace
+
+TEST_CASE(
+    "replicas: an MRTR retry (basic/patterns/mrtr) that reaches another replica is relayed to the "
+    "one holding the parked request and completes there, and when that replica is gone the retry "
+    "gets the revision's invalid_request_state error at once",
+    "[replicas][modern-ingress][faults]") {
+  Mosquitto broker;
+  Egress egress(broker);
+  Replicas replicas(broker, 2);
+  const auto p1 = replicas.all[0]->port;
+  const auto p2 = replicas.all[1]->port;
+
+  auto asked = modern_call(p1, 1);
+  INFO(asked.body);
+  REQUIRE(asked.status == 200);
+  auto done = modern_call(p2, 1, retry_params(asked.body));
+  INFO(done.body);
+  CHECK(done.status == 200);
+  CHECK(json_at(done.body, "result.resultType").value_or("") == "complete");
+  CHECK(json_at(done.body, "result.structuredContent.answer.content.name").value_or("") ==
+        "relayed");
+
+  auto parked = modern_call(p1, 2);
+  REQUIRE(parked.status == 200);
+  ::kill(replicas.all[0]->proc->pid(), SIGKILL);
+  REQUIRE(replicas.all[1]->proc->wait_for_log("[relay] replica r1 is gone"));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto stale = modern_call(p2, 2, retry_params(parked.body));
+  INFO(stale.body);
+  CHECK(std::chrono::steady_clock::now() - t0 < 1s);
+  CHECK(stale.status == 200);  // in-band, as the revision's SDK expects it
+  CHECK(stale.error_code() == -32602);
+  CHECK(json_at(stale.body, "error.data.reason").value_or("") == "invalid_request_state");
+  CHECK(json_at(stale.body, "id").value_or("") == "2");
 }
