@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
-# The container image for real, with podman: builds docker/Dockerfile and the compose file's
-# broker, runs the services of docker/compose.yaml, and runs the container test tier.
+# The container image for real, with podman: builds docker/Dockerfile and the compose files'
+# broker and balancer, runs the services of docker/compose.yaml or docker/compose.replicas.yaml,
+# and runs the container test tier.
 #
 #   scripts/container.sh setup         install podman & co (apt), write the containers.conf,
 #                                      make the pinned Debian base image if it is missing
-#   scripts/container.sh build         setup, then build every image compose.yaml builds
+#   scripts/container.sh build         setup, then build every image the compose files build
 #                                      (podman build --pull=never, layers cached between runs)
-#   scripts/container.sh up [PROJECT]  build, then start compose.yaml's services
-#                                      (PROJECT defaults to the file's name, mcp-mqtt-bridge)
-#   scripts/container.sh down [PROJECT]   stop and remove them, keeping the named volumes
-#   scripts/container.sh test          build, then the container test tier
-#                                      (tests/deploy/container.test.mjs)
+#   scripts/container.sh up [--replicas] [PROJECT]   build, then start compose.yaml's services
+#                                      (--replicas: compose.replicas.yaml's; PROJECT defaults
+#                                      to the file's name, mcp-mqtt-bridge[-replicas])
+#   scripts/container.sh down [--replicas] [PROJECT]   stop and remove them, keeping the
+#                                      named volumes
+#   scripts/container.sh test [TIER…]  build, then the container test tier: tests/deploy/
+#                                      container.test.mjs (compose.yaml) and replicas.test.mjs
+#                                      (compose.replicas.yaml); TIER container or replicas runs
+#                                      only that file
 #   scripts/container.sh podman ARGS…  podman with this script's containers.conf
 #                                      (e.g. `podman logs mcp-mqtt-bridge-bridge-1`)
 #
@@ -18,28 +23,37 @@
 # container registry: the Dockerfile's base, debian:bookworm-YYYYMMDD, is made locally by
 # debootstrap from this machine's Debian mirror (an image of the same release, with today's
 # packages rather than those of that date) and kept in podman's storage, as are the build's
-# layers, so later runs reuse them. BRIDGE_PORT picks the bridge's host port (compose.yaml).
+# layers, so later runs reuse them. BRIDGE_PORT picks the host port MCP clients use (the
+# bridge's in compose.yaml, HAProxy's in compose.replicas.yaml).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 state="$root/build-container"
 compose_files=("$root/docker/compose.yaml")
+replicas_files=("$root/docker/compose.replicas.yaml")
 # A host that trusts CAs of its own (a TLS-inspecting proxy's) gives the bridge its CA bundle, so
-# that npx in the container reaches the npm registry as the host does (see the override file).
+# that npx in the container reaches the npm registry as the host does (see the override file; in
+# compose.replicas.yaml the bridge is the egress, which runs npx).
 if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
   compose_files+=("$root/docker/compose.host-ca.yaml")
+  replicas_files+=("$root/docker/compose.host-ca.yaml")
 fi
-compose=(/usr/bin/python3 "$root/scripts/compose-podman.py")
-for f in "${compose_files[@]}"; do compose+=(-f "$f"); done
-# The tier's own project, apart from one a developer may have up (mcp-mqtt-bridge).
+compose_cmd() {  # compose_cmd FILE… : the runner with those files
+  local f
+  compose=(/usr/bin/python3 "$root/scripts/compose-podman.py")
+  for f in "$@"; do compose+=(-f "$f"); done
+}
+compose_cmd "${compose_files[@]}"
+# The tier's own projects, apart from one a developer may have up (mcp-mqtt-bridge[-replicas]).
 test_project="mcpmqtt-test"
+replicas_project="mcpmqtt-replicas-test"
 lockdir="${TMPDIR:-/tmp}"
 
 say() { echo "container.sh: $*" >&2; }
 die() { say "$*"; exit 1; }
 
 usage() {
-  sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -102,7 +116,8 @@ apt_uri() {
 
 # The one base image the Dockerfiles build on, checked and split into its parts.
 base_image() {
-  local files=("$root/docker/Dockerfile" "$root/docker/mosquitto.Containerfile")
+  local files=("$root/docker/Dockerfile" "$root/docker/mosquitto.Containerfile"
+               "$root/docker/haproxy.Containerfile")
   local bases
   # FROM lines, less those naming an earlier stage (FROM x AS name ... FROM name).
   bases=$(awk 'toupper($1) == "FROM" { img = $2; if (toupper($3) == "AS") stage[$4] = 1
@@ -195,10 +210,23 @@ build_one() {
   fi
 }
 
+# Every image the compose files build, each once (in compose.replicas.yaml three services build
+# the bridge's image, and both files the broker's); fails when two services build one image
+# from different Dockerfiles or contexts.
+images() {
+  local f
+  for f in "$root/docker/compose.yaml" "$root/docker/compose.replicas.yaml"; do
+    /usr/bin/python3 "$root/scripts/compose-podman.py" -f "$f" images || return 1
+  done | awk -F'\t' '$1 in seen { if (seen[$1] != $0) { print "container.sh: " $1 " is built two ways" > "/dev/stderr"; bad = 1 }; next }
+                      { seen[$1] = $0; print }
+                      END { exit bad }'
+}
+
 build() {
   setup
   ccache_volume
-  local image context file start stage
+  local image context file start stage list
+  list=$(images)
   while IFS=$'\t' read -r image context file; do
     start=$SECONDS
     say "building $image ($(realpath --relative-to="$root" "$file"))"
@@ -213,7 +241,7 @@ build() {
     # no field for it).
     build_one "${image%%:*}" -f "$file" -t "$image" "$context"
     say "built $image in $((SECONDS - start)) s"
-  done < <("${compose[@]}" images)
+  done <<<"$list"
   # Untagged images no container uses: what the rebuilds replaced (each would keep about 2 GB).
   # A build container another build left behind (an interrupted one) still holds its image:
   # that is no reason to fail the tier, only to keep the image until the next prune.
@@ -221,20 +249,41 @@ build() {
     say "podman image prune left some images in place (in use by a build container)"
 }
 
+# One test file against its compose project: run_file NAME PROJECT FILE…
+run_file() {
+  local name=$1 project=$2 start=$SECONDS status=0
+  shift 2
+  say "running tests/deploy/$name.test.mjs (project $project;" \
+      "compose files: $(printf '%s ' "${@#"$root/"}"))"
+  # BRIDGE_PORT set and empty: the compose file publishes its port on any free port of 127.0.0.1.
+  BRIDGE_PORT="" MCPMQTT_CONTAINER_PROJECT="$project" \
+    MCPMQTT_CONTAINER_COMPOSE="$(printf '%s\n' "$@")" \
+    "$node" --test --test-reporter=spec "$root/tests/deploy/$name.test.mjs" || status=$?
+  say "$name.test.mjs: $((SECONDS - start)) s, status $status"
+  return $status
+}
+
 run_tier() {
+  local tiers=("$@") tier
+  (( ${#tiers[@]} )) || tiers=(container replicas)
+  for tier in "${tiers[@]}"; do
+    [[ $tier == container || $tier == replicas ]] ||
+      die "unknown test tier '$tier': container or replicas"
+  done
   exec 7>"$lockdir/mcpmqtt-container-test.lock"
   flock -w 1800 7 || die "gave up waiting for another container test tier on this machine"
-  local start=$SECONDS node
+  local start=$SECONDS status=0 node
   build
   local built=$((SECONDS - start))
   node=$("$root/scripts/setup-node.sh")
-  say "running tests/deploy/container.test.mjs (project $test_project;" \
-      "compose files: $(printf '%s ' "${compose_files[@]#"$root/"}"))"
-  local status=0
-  # BRIDGE_PORT set and empty: compose.yaml publishes the bridge on any free port of 127.0.0.1.
-  BRIDGE_PORT="" MCPMQTT_CONTAINER_PROJECT="$test_project" \
-    MCPMQTT_CONTAINER_COMPOSE="$(printf '%s\n' "${compose_files[@]}")" \
-    "$node" --test --test-reporter=spec "$root/tests/deploy/container.test.mjs" || status=$?
+  # One after the other: each runs its own services, and the machine's two cores are enough for
+  # one set of them.
+  for tier in "${tiers[@]}"; do
+    case "$tier" in
+      container) run_file container "$test_project" "${compose_files[@]}" || status=1 ;;
+      replicas) run_file replicas "$replicas_project" "${replicas_files[@]}" || status=1 ;;
+    esac
+  done
   say "container tier: images $built s, tests $((SECONDS - start - built)) s, status $status"
   return $status
 }
@@ -244,21 +293,33 @@ cmd="${1:-}"
 case "$cmd" in
   setup) setup ;;
   build) build ;;
-  up)
+  up|down)
+    # The container MCP clients reach: compose.yaml's bridge, or compose.replicas.yaml's HAProxy.
+    front_service=bridge
+    if [[ ${1:-} == --replicas ]]; then
+      shift
+      compose_cmd "${replicas_files[@]}"
+      front_service=haproxy
+    fi
+    if [[ $cmd == down ]]; then
+      [[ $(id -u) == 0 ]] || die "run as root"
+      write_conf
+      "${compose[@]}" ${1:+-p "$1"} down
+      exit
+    fi
+    if [[ $front_service == haproxy && ! -f $root/docker/replica.secret ]]; then
+      die "docker/replica.secret is missing: the replicas' shared secret, made once with" \
+          "head -c 48 /dev/urandom | base64 > docker/replica.secret"
+    fi
     build
     containers=$("${compose[@]}" ${1:+-p "$1"} up)
     echo "$containers"
-    bridge=$(grep -e '-bridge-1$' <<<"$containers" || true)
-    if [[ -n $bridge ]]; then
-      say "MCP clients on this host: http://$(podman port "$bridge" 8080/tcp)/mcp"
+    front=$(grep -e "-$front_service-1\$" <<<"$containers" || true)
+    if [[ -n $front ]]; then
+      say "MCP clients on this host: http://$(podman port "$front" 8080/tcp)/mcp"
     fi
     ;;
-  down)
-    [[ $(id -u) == 0 ]] || die "run as root"
-    write_conf
-    "${compose[@]}" ${1:+-p "$1"} down
-    ;;
-  test) run_tier ;;
+  test) run_tier "$@" ;;
   podman)
     write_conf
     exec podman "$@"

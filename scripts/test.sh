@@ -261,9 +261,10 @@ build_done tsan
 phase "tests (tsan unit)" tsan_tests
 
 # The image for real: podman builds docker/Dockerfile (reusing the base image and the layers of
-# earlier runs on this machine) and the broker's image, runs the services of
-# docker/compose.yaml, and an MCP SDK client on the host uses them (tests/deploy/
-# container.test.mjs). Alone on the machine's cores, after the ctest runs.
+# earlier runs on this machine) and the broker's and HAProxy's images, runs the services of
+# docker/compose.yaml, then those of docker/compose.replicas.yaml, and an MCP SDK client on the
+# host uses each (tests/deploy/container.test.mjs, replicas.test.mjs). Alone on the machine's
+# cores, after the ctest runs.
 phase "container" check "container tier" scripts/container.sh test
 
 # Every libFuzzer target: each committed corpus input once, then new inputs for 60 s in all.
