@@ -194,6 +194,8 @@ void IssuerKeys::on_keys(const std::string& url, Fetch::Result result) {
   const auto next = oauth::refresh_interval(lifetime, options_.default_refresh,
                                             options_.min_refresh, options_.max_refresh);
   auto keys = std::make_shared<const auth::KeySet>(std::move(set).value());
+  // The keys in place first, then the log line: whoever reads it and sends a token is served.
+  succeed(keys, next);
   if (log::http()->should_log(spdlog::level::info)) {
     std::string skipped;
     if (keys->skipped() > 0) {
@@ -203,7 +205,6 @@ void IssuerKeys::on_keys(const std::string& url, Fetch::Result result) {
                       options_.server.issuer, url, keys->size(), keys->size() == 1 ? "" : "s",
                       skipped, log::duration_text(next));
   }
-  succeed(std::move(keys), next);
 }
 
 void IssuerKeys::succeed(std::shared_ptr<const auth::KeySet> keys, milliseconds next) {
@@ -230,6 +231,10 @@ void IssuerKeys::fail(std::string reason) {
   busy_ = false;
   backoff_ =
       backoff_.count() == 0 ? options_.retry_min : std::min(backoff_ * 2, options_.retry_max);
+  // The state first, then the log line: whoever reads the line (an operator, a test) and asks
+  // /readyz then gets this reason, not the one before it.
+  // Once the set is gone for staleness, /readyz and 503s keep saying so, with the latest cause.
+  set_problem(stale_ ? stale_text() + ": " + reason : reason);
   const auto current = keys();
   if (current) {
     log::http()->warn("[oauth {}] {}; the {} key{} fetched before stay in use; retry in {}",
@@ -239,8 +244,6 @@ void IssuerKeys::fail(std::string reason) {
     log::http()->warn("[oauth {}] {}; no token can be checked until it succeeds; retry in {}",
                       options_.server.issuer, reason, log::duration_text(backoff_));
   }
-  // Once the set is gone for staleness, /readyz and 503s keep saying so, with the latest cause.
-  set_problem(stale_ ? stale_text() + ": " + reason : std::move(reason));
   arm_refresh(backoff_);
   answer_waiters(false);
 }

@@ -529,14 +529,16 @@ TEST_CASE(
   OauthMock as;
   OauthLoop loop;
   auto o = oauth_options(as.issuer);
-  o.unknown_kid_min_interval = 1500ms;
+  // Wide enough that a fetch and a key added under a loaded machine (ASan, two cores, builds
+  // beside) stay within it; the keys added inside it are EC ones, which take no time to make.
+  o.unknown_kid_min_interval = 3s;
   auto keys = oauth_start(loop, o);
   REQUIRE(eventually([&] { return keys->keys() != nullptr; }));
   REQUIRE(as.requests("/jwks") == 1);
   // A fetch that has just happened counts: the first unknown kid within the interval waits.
-  std::this_thread::sleep_for(1600ms);
+  std::this_thread::sleep_for(3100ms);
 
-  const auto rotated = as.add_key("ES256");
+  const auto rotated = as.add_key("RS256");
   CHECK_FALSE(keys->keys()->has_kid(rotated));
   auto r = oauth_refresh(*keys);
   CHECK(r.fetched);
@@ -546,14 +548,14 @@ TEST_CASE(
   CHECK(as.requests("/jwks") == 2);
 
   // Within the interval: answered with the set in use, the issuer not asked.
-  const auto again = as.add_key("RS256");
+  const auto again = as.add_key("ES256");
   auto limited = oauth_refresh(*keys);
   CHECK_FALSE(limited.fetched);
   CHECK_FALSE(limited.keys->has_kid(again));
   CHECK(as.requests("/jwks") == 2);
 
   // After it, callers at the same moment share one fetch.
-  std::this_thread::sleep_for(1600ms);
+  std::this_thread::sleep_for(3100ms);
   std::vector<std::future<IssuerKeys::Refreshed>> waits;
   std::vector<std::promise<IssuerKeys::Refreshed>> promises(3);
   for (auto& p : promises) {
