@@ -23,10 +23,14 @@
 //                 [--requests 2000] [--latency-cap-s 15] [--seconds 10] [--concurrency 64]
 //                 [--sessions 10000] [--paho-sessions 5000] [--idle-seconds 10] [--keepalive 0]
 //                 [--payload-kib 1024] [--in-flight 4] [--qos 1] [--threads 0] [--oauth none]
+//                 [--replicas none]
 //
 // --oauth RS256[,ES256…] adds to scenario 1 the same calls through ingresses that are OAuth 2.1
 // resource servers (http.oauth, an issuer served from this process), timed in turn with the
 // plain bridge: a token reused, and a fresh token each call (bench/README.md, issue 31).
+//
+// --replicas 2025 adds to scenario 1 calls through ingress replicas sharing one secret: in a
+// session on its own replica, and relayed to it from another replica (bench/README.md, issue 32).
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -70,6 +74,7 @@
 #include "tests/support/bridge_process.hpp"
 #include "tests/support/mosquitto.hpp"
 #include "tests/support/process.hpp"
+#include "tests/support/temp_dir.hpp"
 #include "tests/support/test_issuer.hpp"
 
 namespace net = boost::asio;
@@ -139,6 +144,8 @@ struct Settings {
   int idle_seconds = 10;  // scenario 3: how long the open sessions idle while CPU is measured
   // Scenario 1's OAuth series (--oauth): the algorithms of their tokens, none when empty.
   std::vector<std::string> oauth;
+  // Scenario 1 through ingress replicas too (--replicas): local against relayed calls.
+  bool replicas = false;
 
   // The selected cells in the table's order: native before paho, the default broker first.
   std::vector<Cell> cells() const {
@@ -297,8 +304,10 @@ struct Ingress {
   std::uint16_t port = test::free_loopback_port();
   std::unique_ptr<test::BridgeProcess> proc;
   // `http_more`: members appended to the "http" section (http.oauth, say).
+  // `ingress_more`: members appended to the "ingress" section (ingress.replicas, say).
   Ingress(const std::string& broker_url, Engine engine, std::size_t max_sessions, int qos,
-          int keepalive_s = 0, const std::string& http_more = "") {
+          int keepalive_s = 0, const std::string& http_more = "",
+          const std::string& ingress_more = "") {
     std::ostringstream cfg;
     cfg << R"({"mqtt": {"url": ")" << broker_url << R"(", "client": ")" << name(engine)
         << R"(", "qos": )" << qos;
@@ -308,7 +317,7 @@ struct Ingress {
         << R"("listen": "127.0.0.1:)" << port << R"(", "limits": {"max_sessions": )"
         << max_sessions + 16 << R"(, "max_connections": )" << max_sessions + 256 << "}" << http_more
         << "},"
-        << R"("ingress": {"default_server": ")" << kServer << R"("},)"
+        << R"("ingress": {"default_server": ")" << kServer << "\"" << ingress_more << "},"
         << R"("log": {"level": "warn"})" << daemon_section() << "}";
     proc = std::make_unique<test::BridgeProcess>(std::vector<std::string>{}, cfg.str(),
                                                  engine_env(engine));
@@ -551,6 +560,78 @@ OauthLatency oauth_cell(const Settings& s, const std::string& broker_url, Engine
   o.reused.assign(timed.begin() + 2, timed.begin() + 2 + algs);
   o.fresh.assign(timed.begin() + 2 + algs, timed.end());
   return o;
+}
+
+// ---- Replicas (--replicas) ------------------------------------------------------------------
+
+// Scenario 1 through ingress replicas (ingress.replicas, docs/replicas.md): four replicas with
+// one secret against the column's egress and broker, each serving one series only, so that each
+// process's CPU per call is its series' own:
+//   local    a session opened on replica 1 and called there;
+//   control  the same on replica 2 (an A/A control: how far apart two identical series come out);
+//   relayed  a session opened on replica 3 and called through replica 4, which relays each call
+//            to replica 3 over the broker (MQTT 5 request/response) and plays its answer back.
+struct ReplicaLatency {
+  Latency local, control, relayed;
+  // The CPU time per call (warm-up included), µs: replica 1 (local), replica 2 (control), and
+  // replicas 3 + 4 (relayed: the owner and the replica in front of it).
+  double local_cpu_us = 0, control_cpu_us = 0, relayed_cpu_us = 0;
+};
+
+ReplicaLatency replicas_cell(const Settings& s, const std::string& broker_url, Engine e) {
+  test::TempDir dir;
+  const auto secret = dir.write("replica.secret", std::string(48, 'b'));
+  std::vector<std::unique_ptr<Ingress>> replica;
+  for (int i = 1; i <= 4; ++i)
+    replica.push_back(std::make_unique<Ingress>(broker_url, e, 8, s.qos, 0, "",
+                                                R"(, "replicas": {"id": "bench)" +
+                                                    std::to_string(i) + R"(", "secret_file": ")" +
+                                                    secret + "\"}"));
+  McpHttpClient local(replica[0]->ep(), replica[0]->host());
+  McpHttpClient control(replica[1]->ep(), replica[1]->host());
+  McpHttpClient owner(replica[2]->ep(), replica[2]->host());
+  McpHttpClient relayed(replica[3]->ep(), replica[3]->host());
+  local.open_session();
+  control.open_session();
+  relayed.use_session(owner.open_session(), "2025-06-18");
+  std::uint64_t id = 1;
+  const auto echo = [&id](McpHttpClient& c) {
+    const auto reply = c.call(echo_request(++id, kText));
+    if (reply.find(kText) == std::string::npos)
+      throw std::runtime_error("unexpected answer: " + reply.substr(0, 200));
+  };
+  // Replica 4 relays once it has seen replica 3's presence; until then it answers 404.
+  for (const auto end = Clock::now() + 20s;;) {
+    try {
+      echo(relayed);
+      break;
+    } catch (const std::exception& x) {
+      if (Clock::now() > end)
+        throw std::runtime_error(std::string("no call relayed within 20 s: ") + x.what());
+      std::this_thread::sleep_for(50ms);
+    }
+  }
+  std::array<double, 4> cpu0{};
+  for (std::size_t i = 0; i < 4; ++i)
+    cpu0[i] = cpu_seconds(replica[i]->proc->pid());
+  std::array<std::uint64_t, 3> calls{};
+  const auto timed =
+      time_interleaved(s, {[&] { echo(local), ++calls[0]; }, [&] { echo(control), ++calls[1]; },
+                           [&] { echo(relayed), ++calls[2]; }});
+  const auto cpu_us = [&](std::size_t i) {
+    return (cpu_seconds(replica[i]->proc->pid()) - cpu0[i]) * 1e6;
+  };
+  const auto per = [](double us, std::uint64_t n) {
+    return us / static_cast<double>(std::max<std::uint64_t>(1, n));
+  };
+  ReplicaLatency r;
+  r.local = timed[0];
+  r.control = timed[1];
+  r.relayed = timed[2];
+  r.local_cpu_us = per(cpu_us(0), calls[0]);
+  r.control_cpu_us = per(cpu_us(1), calls[1]);
+  r.relayed_cpu_us = per(cpu_us(2) + cpu_us(3), calls[2]);
+  return r;
 }
 
 // Events counted on other threads, waited for with a deadline.
@@ -893,6 +974,45 @@ void oauth_rows(const Settings& s, const PerCell<Latency>& bridge,
   }
 }
 
+// Scenario 1's replica rows (--replicas): local, its A/A control and relayed, and the target
+// of issue 32: a call relayed once costs at most 1.5 times a local one at p50.
+void replica_rows(const PerCell<ReplicaLatency>& replicas) {
+  auto us = [](double v) { return fmt("%.0f", v); };
+  auto row =
+      [&](const std::string& what,
+          const std::function<std::pair<const Latency&, double>(const ReplicaLatency&)>& pick) {
+        std::array<std::string, kCells> cells;
+        for (std::size_t i = 0; i < kCells; ++i) {
+          if (!replicas[i]) continue;
+          const auto [l, cpu] = pick(*replicas[i]);
+          cells[i] = us(l.p50) + " / " + us(l.p90) + " / " + us(l.p99) + "; " + us(cpu);
+        }
+        g_rows.push_back({"", what + ": p50 / p90 / p99 µs; the ingresses' CPU µs per call", cells,
+                          "", "", "", ""});
+      };
+  row("replicas: local (a session called on its own replica)", [](const ReplicaLatency& r) {
+    return std::pair<const Latency&, double>(r.local, r.local_cpu_us);
+  });
+  row("replicas: local on another replica (A/A control)", [](const ReplicaLatency& r) {
+    return std::pair<const Latency&, double>(r.control, r.control_cpu_us);
+  });
+  row("replicas: relayed (called on another replica, relayed to its own)",
+      [](const ReplicaLatency& r) {
+        return std::pair<const Latency&, double>(r.relayed, r.relayed_cpu_us);
+      });
+  PerCell<double> control, ratio;
+  for (std::size_t i = 0; i < kCells; ++i) {
+    if (!replicas[i]) continue;
+    control[i] = replicas[i]->control.p50 / replicas[i]->local.p50;
+    ratio[i] = replicas[i]->relayed.p50 / replicas[i]->local.p50;
+  }
+  g_rows.push_back({"", "replicas: A/A control p50 ÷ local p50",
+                    each(control, [](double v) { return fmt("%.3f", v); }), "", "", "", ""});
+  g_rows.push_back({"", "replicas: relayed p50 ÷ local p50",
+                    each(ratio, [](double v) { return fmt("%.3f", v); }), "", "", "≤ 1.5",
+                    met(ratio, [](double v) { return v <= 1.5; })});
+}
+
 void scenario_latency(const Settings& s) {
   progress("scenario 1: supergateway, stdio direct");
   Latency gateway;
@@ -917,6 +1037,7 @@ void scenario_latency(const Settings& s) {
   }
   PerCell<Latency> bridge, floor;
   PerCell<OauthLatency> oauth;
+  PerCell<ReplicaLatency> replicas;
   // One broker per set-up, shared by the engines' bridges and floors in turn.
   for (Broker b : s.brokers) {
     auto broker = start_broker(b);
@@ -931,6 +1052,10 @@ void scenario_latency(const Settings& s) {
         } else {
           oauth[c.index()] = oauth_cell(s, broker->url(), e, *issuer, fresh_tokens);
           bridge[c.index()] = oauth[c.index()]->plain;
+        }
+        if (s.replicas) {
+          progress("scenario 1: replicas", c);
+          replicas[c.index()] = replicas_cell(s, broker->url(), e);
         }
       }
       floor[c.index()] = mqtt_floor(e, broker->url(), s);
@@ -963,7 +1088,8 @@ void scenario_latency(const Settings& s) {
                     ""});
   g_rows.push_back({"", "bridge's own time at p50: bridge − floor − stdio, µs", each(own, us), "",
                     "", "≤ 100", met(own, [](double v) { return v <= 100; })});
-  oauth_rows(s, bridge, oauth);
+  if (!s.oauth.empty()) oauth_rows(s, bridge, oauth);
+  if (s.replicas) replica_rows(replicas);
 }
 
 void scenario_throughput(const Settings& s) {
@@ -1288,6 +1414,14 @@ void print_table(const Settings& s) {
         "served by this process (RFC 8414 metadata and JWK Set on loopback), http.public_url "
         "%s and one scope granting the echo server.\n",
         kOauthPublicUrl.c_str());
+  if (s.only.count(1) && s.replicas)
+    std::printf(
+        "Scenario 1 with replicas: per column, four ingress replicas with one secret "
+        "(ingress.replicas) against the same egress and broker, each serving one series, one "
+        "call of each series in turn: local (a 2025 session called on the replica that opened "
+        "it), the same on another replica (an A/A control), and relayed (a session opened on "
+        "the third replica, called through the fourth, which relays each call to it over the "
+        "broker); the CPU of a relayed call is both replicas'.\n");
   if (s.only.count(3))
     std::printf(
         "Scenario 3: %zu sessions with the native engine, %zu with Paho; the MQTT echo server "
@@ -1321,6 +1455,7 @@ int main(int argc, char** argv) {
       "                     [--concurrency 64] [--sessions 10000] [--paho-sessions 5000]\n"
       "                     [--idle-seconds 10] [--keepalive 0] [--payload-kib 1024]\n"
       "                     [--in-flight 4] [--qos 1] [--threads 0] [--oauth none]\n"
+      "                     [--replicas none]\n"
       "--engines: mqtt.client of the bridge processes; --brokers: Mosquitto as shipped (default)\n"
       "  or with set_tcp_nodelay true (tuned); the table has a column per combination\n"
       "  (scenario 4 runs on the default broker only)\n"
@@ -1332,7 +1467,10 @@ int main(int argc, char** argv) {
       "--oauth: scenario 1 also through ingresses that are OAuth resource servers (http.oauth),\n"
       "  timed in turn with the plain bridge, for tokens of each listed algorithm (RS256, PS256,\n"
       "  ES256, EdDSA; e.g. RS256,ES256): one token reused (verified once, then found in the\n"
-      "  ingress's cache) and a fresh token each call (verified each time); none: no OAuth\n";
+      "  ingress's cache) and a fresh token each call (verified each time); none: no OAuth\n"
+      "--replicas: 2025: scenario 1 also through ingress replicas with one secret\n"
+      "  (ingress.replicas): calls in a 2025 session on its own replica, and relayed to it from\n"
+      "  another replica; none: no replicas\n";
   const int rc = parse_options(argc, argv, usage, [&](const std::string& a, const std::string& v) {
     if (a == "--only") {
       s.only.clear();
@@ -1378,6 +1516,9 @@ int main(int argc, char** argv) {
         if (std::find(s.oauth.begin(), s.oauth.end(), alg) == s.oauth.end()) s.oauth.push_back(alg);
       }
       if (s.oauth.empty()) throw std::invalid_argument(v);
+    } else if (a == "--replicas") {
+      if (v != "none" && v != "2025") throw std::invalid_argument(v);
+      s.replicas = v == "2025";
     } else if (a == "--in-flight") {
       s.in_flight = std::stoul(v);
     } else {

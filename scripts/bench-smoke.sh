@@ -35,6 +35,8 @@ run bench_compare --only 1,2,3,4 --engines native,paho --brokers default --reque
   --idle-seconds 1 --payload-kib 64
 # Scenario 1 with OAuth at the ingress (an issuer in-process; every series must get its answers).
 run bench_compare --only 1 --engines native --brokers default --requests 40 --oauth RS256,ES256
+# Scenario 1 through ingress replicas: every call relayed from one replica to another answered.
+run bench_compare --only 1 --engines native --brokers default --requests 40 --replicas 2025
 run bench_fanout --streams 40 --per-session 10 --updates 3 --interval-ms 50
 run bench_fanout --mode sessions --streams 20 --updates 3 --interval-ms 50
 run bench_modern --seconds 1 --rounds 1 --requests 40 --concurrency 4
