@@ -56,6 +56,12 @@ HttpIngress::HttpIngress(boost::asio::io_context& ioc, const config::Config& cfg
     o.replica = replica.id;
     o.secret = replica.secret;
     o.connection.broker = broker_options(cfg.mqtt);
+    // QoS 0 whatever mqtt.qos says: the relay's connection starts clean and every relay in
+    // flight is answered when it drops, so an acknowledgement would buy no delivery that QoS 0
+    // on a live connection lacks, and it costs a PUBACK each way through the broker (two more
+    // packets, and wake-ups, per message; bench/README.md, replicas). Order holds: all frames
+    // of one answer go on one topic at one QoS (MQTT 5.0 §4.6).
+    o.connection.broker.qos = 0;
     // 004 §MQTT Client ID: a fresh id for every connection of the bridge's.
     o.connection.client_id = mqtt::fresh_client_id(cfg.mqtt.client_id_prefix + "-replica");
     o.connection.meta_json = connect_meta("mcp-mqtt-bridge replica " + replica.id);

@@ -1,6 +1,9 @@
 #include "directions/replica_relay.hpp"
 
 #include <cctype>
+#include <mutex>
+#include <utility>
+#include <vector>
 
 #include <boost/asio/post.hpp>
 #include <openssl/crypto.h>
@@ -24,6 +27,8 @@ namespace {
 constexpr std::string_view kPresencePrefix = "$mcp-bridge/replica/";
 constexpr std::string_view kRelayPrefix = "$mcp-bridge/relay/";
 constexpr std::size_t kMacSize = 32;
+// How long a relayed stream's head waits for the frames that follow it (ReplicaRelay::flush).
+constexpr std::chrono::milliseconds kHoldHead{2};
 
 std::string hex_of(std::string_view bytes) {
   static constexpr char kDigits[] = "0123456789abcdef";
@@ -87,6 +92,48 @@ struct ReplicaRelay::Outbound {
   std::shared_ptr<http::Exchange> exchange;
   net::steady_timer timer;
   bool started = false;  // the owner's first frame arrived
+};
+
+// The frames of one relayed answer waiting for the relay's strand: filled on the session's
+// thread, emptied on the strand, in order.
+struct ReplicaRelay::Outbox {
+  enum class Flush { none, now, later };
+
+  Outbox(net::strand<net::io_context::executor_type> strand, std::string topic, std::string corr,
+         std::string map_key)
+      : hold(std::move(strand)),
+        reply_topic(std::move(topic)),
+        correlation(std::move(corr)),
+        key(std::move(map_key)) {}
+
+  net::steady_timer hold;  // a stream's head held back, waiting for what follows it
+  const std::string reply_topic, correlation, key;
+
+  // What the caller must do for `frame` to leave: nothing (a flush is on its way), flush now,
+  // or arm `hold`.
+  Flush add(std::string frame, bool is_last) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const bool first = !started_;
+    started_ = true;
+    frames_.push_back(std::move(frame));
+    last_ = last_ || is_last;
+    if (flushing_) return Flush::none;
+    if (first && !is_last) return Flush::later;
+    flushing_ = true;
+    return Flush::now;
+  }
+  std::pair<std::vector<std::string>, bool> take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    flushing_ = false;
+    return {std::exchange(frames_, {}), last_};
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> frames_;
+  bool started_ = false;
+  bool last_ = false;
+  bool flushing_ = false;
 };
 
 struct ReplicaRelay::Inbound {
@@ -214,7 +261,7 @@ void ReplicaRelay::update_gauges() {
 // ---- the MAC ------------------------------------------------------------------------------------
 
 std::string ReplicaRelay::sealed(const std::string& correlation, std::string wire) const {
-  const auto mac = bridge::hmac_sha256(key_, correlation + wire);
+  const auto mac = key_.sign({correlation, wire});
   wire += mac;
   return wire;
 }
@@ -223,9 +270,7 @@ std::optional<std::string_view> ReplicaRelay::opened(const std::string& correlat
                                                      std::string_view payload) const {
   if (payload.size() < kMacSize) return std::nullopt;
   const auto wire = payload.substr(0, payload.size() - kMacSize);
-  std::string signed_part = correlation;
-  signed_part.append(wire);
-  const auto mac = bridge::hmac_sha256(key_, signed_part);
+  const auto mac = key_.sign({correlation, wire});
   if (CRYPTO_memcmp(mac.data(), payload.data() + wire.size(), kMacSize) != 0) return std::nullopt;
   return wire;
 }
@@ -301,12 +346,20 @@ void ReplicaRelay::on_reply(const std::string& correlation, std::string_view wir
   auto it = outbound_.find(correlation);
   if (it == outbound_.end()) return;  // answered already (timeout, client gone)
   auto& out = *it->second;
-  const auto parts = http::relay_wire::decode(wire);
-  const auto applied =
-      parts ? http::relay_wire::apply(*parts, *out.exchange) : http::relay_wire::Applied::malformed;
   if (!out.started) {
     out.started = true;
     out.timer.cancel();
+  }
+  // One message holds the frames the owner had ready at once (a stream's last event and its
+  // end, say), in order.
+  auto applied = http::relay_wire::Applied::malformed;
+  if (const auto frames = http::relay_wire::decode(wire)) {
+    for (const auto frame : *frames) {
+      const auto parts = http::relay_wire::decode(frame);
+      applied = parts ? http::relay_wire::apply(*parts, *out.exchange)
+                      : http::relay_wire::Applied::malformed;
+      if (applied != http::relay_wire::Applied::more) break;
+    }
   }
   if (applied == http::relay_wire::Applied::more) return;
   log::http()->debug("[relay] replica {} answered ({})", out.owner,
@@ -419,8 +472,9 @@ void ReplicaRelay::on_request(const mqtt::Incoming& m, std::string_view wire) {
   }
   const auto from = replica_of_reply_topic(reply_topic);
   auto answer = [&](http::Response r) {
-    http::RemoteExchange ex(
-        [&](std::string frame, bool) { publish(reply_topic, correlation, std::move(frame), {}); });
+    http::RemoteExchange ex([&](std::string frame, bool) {
+      publish(reply_topic, correlation, http::relay_wire::encode({frame}), {});
+    });
     ex.reply(std::move(r));
   };
   auto request = http::relay_wire::decode_request(*parts);
@@ -442,29 +496,34 @@ void ReplicaRelay::on_request(const mqtt::Incoming& m, std::string_view wire) {
                                  " serves its maximum of " + std::to_string(options_.max_relays) +
                                  " relayed requests (ingress.replicas.max_relays); try again"));
   }
+  // The frames of the answer leave in messages of as many as are ready when the relay's strand
+  // gets to them: a stream's last event and its end, made in one turn of the session, go as one
+  // message (one write, one delivery by the broker, one read on the replica that relayed). A
+  // stream's head waits up to kHoldHead for what follows it: a tool's answer that comes in time
+  // goes with it in one message, instead of each waking the replica that relayed.
+  auto outbox = std::make_shared<Outbox>(strand_, reply_topic, correlation, key);
   std::weak_ptr<ReplicaRelay> weak = weak_from_this();
   auto ex = std::make_shared<http::RemoteExchange>(
-      [weak, strand = strand_, reply_topic, correlation, key](std::string frame, bool last) {
-        net::post(strand,
-                  [weak, reply_topic, correlation, key, frame = std::move(frame), last]() mutable {
-                    auto s = weak.lock();
-                    if (!s || !s->conn_) return;
-                    s->publish(reply_topic, correlation, std::move(frame), {},
-                               [weak, key](bool ok, const std::string&) {
-                                 if (ok) return;
-                                 auto s2 = weak.lock();
-                                 if (!s2) return;
-                                 // The answer cannot reach the replica that asked: the request
-                                 // ends.
-                                 auto it = s2->inbound_.find(key);
-                                 if (it == s2->inbound_.end()) return;
-                                 auto gone = it->second->exchange;
-                                 s2->inbound_.erase(it);
-                                 s2->update_gauges();
-                                 gone->gone();
-                               });
-                    if (last && s->inbound_.erase(key)) s->update_gauges();
-                  });
+      [weak, strand = strand_, outbox](std::string frame, bool last) {
+        switch (outbox->add(std::move(frame), last)) {
+          case Outbox::Flush::none:
+            return;
+          case Outbox::Flush::now:
+            net::post(strand, [weak, outbox] {
+              if (auto s = weak.lock()) s->flush(*outbox);
+            });
+            return;
+          case Outbox::Flush::later:
+            // Armed on the strand, where the timer lives.
+            net::post(strand, [weak, outbox] {
+              outbox->hold.expires_after(kHoldHead);
+              outbox->hold.async_wait([weak, outbox](const boost::system::error_code& ec) {
+                if (ec) return;  // flushed with what followed
+                if (auto s = weak.lock()) s->flush(*outbox);
+              });
+            });
+            return;
+        }
       });
   auto in = std::make_unique<Inbound>();
   in->from = from;
@@ -473,6 +532,29 @@ void ReplicaRelay::on_request(const mqtt::Incoming& m, std::string_view wire) {
   update_gauges();
   count("served", "served");
   server_->serve_relayed(std::move(*request), ex);
+}
+
+void ReplicaRelay::flush(Outbox& outbox) {
+  // A head held back leaves now with what followed it: its timer need not wake the loop later.
+  outbox.hold.cancel();
+  auto [frames, ends] = outbox.take();
+  if (frames.empty() || !conn_) return;  // sent with a later frame already
+  std::vector<std::string_view> views(frames.begin(), frames.end());
+  std::weak_ptr<ReplicaRelay> weak = weak_from_this();
+  publish(outbox.reply_topic, outbox.correlation, http::relay_wire::encode(views), {},
+          [weak, key = outbox.key](bool ok, const std::string&) {
+            if (ok) return;
+            auto s = weak.lock();
+            if (!s) return;
+            // The answer cannot reach the replica that asked: the request ends.
+            auto it = s->inbound_.find(key);
+            if (it == s->inbound_.end()) return;
+            auto gone = it->second->exchange;
+            s->inbound_.erase(it);
+            s->update_gauges();
+            gone->gone();
+          });
+  if (ends && inbound_.erase(outbox.key)) update_gauges();
 }
 
 // ---- presence

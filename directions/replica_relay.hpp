@@ -7,7 +7,8 @@
 //   $mcp-bridge/relay/{id}/request     requests for sessions {id} holds, with Response Topic
 //                                      (where the answer goes) and Correlation Data (which
 //                                      request); later a "gone" when the client went away
-//   $mcp-bridge/relay/{id}/reply       the frames of owners' answers (http/server_relay.hpp)
+//   $mcp-bridge/relay/{id}/reply       the frames of owners' answers (http/server_relay.hpp), a
+//                                      list of one or more per message
 //
 // Every message carries an HMAC-SHA256 over its correlation data and payload under a key derived
 // from the replicas' shared secret: no one else on the broker can make a replica serve a request
@@ -84,6 +85,7 @@ class ReplicaRelay : public http::Relay, public std::enable_shared_from_this<Rep
  private:
   struct Outbound;
   struct Inbound;
+  struct Outbox;
 
   ReplicaRelay(boost::asio::io_context& ioc, Options options);
   void do_forward(http::RelayedRequest request, std::shared_ptr<http::Exchange> exchange);
@@ -91,6 +93,8 @@ class ReplicaRelay : public http::Relay, public std::enable_shared_from_this<Rep
   void on_presence(const std::string& replica, const std::string& payload);
   void on_request(const mqtt::Incoming& m, std::string_view wire);
   void on_reply(const std::string& correlation, std::string_view wire);
+  // Publishes what `outbox` holds, in one message; on the strand.
+  void flush(Outbox& outbox);
   void on_client_gone(const std::string& correlation);
   void on_timeout(const std::string& correlation);
   void peer_gone(const std::string& replica, const std::string& why);
@@ -110,7 +114,7 @@ class ReplicaRelay : public http::Relay, public std::enable_shared_from_this<Rep
 
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   Options options_;
-  std::string key_;  // the relay's MAC key, derived from the secret
+  bridge::HmacKey key_;  // the relay's MAC key, derived from the secret
   std::string incarnation_;
   std::string presence_topic_, request_topic_, reply_topic_;
   std::shared_ptr<mqtt::BrokerConnection> conn_;

@@ -29,7 +29,7 @@ SessionIds::SessionIds(std::string replica, std::string_view secret)
       key_(bridge::hmac_sha256(secret, "mcp-mqtt-bridge session id")) {}
 
 std::string SessionIds::mac(std::string_view signed_part) const {
-  return bridge::hmac_sha256(key_, signed_part).substr(0, kSessionIdMac);
+  return key_.sign(signed_part).substr(0, kSessionIdMac);
 }
 
 std::string SessionIds::mint() const {

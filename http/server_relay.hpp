@@ -24,6 +24,7 @@
 #include <boost/beast/http/verb.hpp>
 
 #include "bridge/jsonrpc/jsonrpc.hpp"
+#include "bridge/modern/request_state.hpp"
 #include "bridge/protocol/principal.hpp"
 #include "http/server_exchange.hpp"
 
@@ -44,7 +45,7 @@ class SessionIds {
  private:
   std::string mac(std::string_view signed_part) const;
   std::string replica_;
-  std::string key_;
+  bridge::HmacKey key_;
 };
 
 // A request to an MCP endpoint that reached this replica for a session (or a parked 2026-07-28

@@ -1,8 +1,13 @@
 #include "bridge/modern/request_state.hpp"
 
+#include <new>
+#include <stdexcept>
+
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/params.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 
@@ -43,10 +48,49 @@ std::string hmac_sha256(std::string_view key, std::string_view data) {
   return std::string(reinterpret_cast<const char*>(out), len);
 }
 
-RequestStateCodec::RequestStateCodec(std::string secret) : secret_(std::move(secret)) {}
+struct HmacKey::Prepared {
+  EVP_MAC* mac = nullptr;
+  EVP_MAC_CTX* keyed = nullptr;  // initialised with the key; duplicated for each signature
+  ~Prepared() {
+    EVP_MAC_CTX_free(keyed);
+    EVP_MAC_free(mac);
+  }
+};
+
+HmacKey::HmacKey(std::string_view key) : prepared_(std::make_unique<Prepared>()) {
+  prepared_->mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+  if (prepared_->mac) prepared_->keyed = EVP_MAC_CTX_new(prepared_->mac);
+  char digest[] = "SHA256";
+  const OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+                               OSSL_PARAM_END};
+  // An empty key is a valid HMAC key; OpenSSL wants a non-null pointer for it.
+  static const unsigned char kNoKey = 0;
+  const auto* bytes = key.empty() ? &kNoKey : reinterpret_cast<const unsigned char*>(key.data());
+  if (!prepared_->keyed || EVP_MAC_init(prepared_->keyed, bytes, key.size(), params) != 1)
+    throw std::runtime_error("OpenSSL cannot prepare an HMAC-SHA256 key");
+}
+
+HmacKey::~HmacKey() = default;
+
+std::string HmacKey::sign(std::initializer_list<std::string_view> parts) const {
+  std::unique_ptr<EVP_MAC_CTX, decltype(&EVP_MAC_CTX_free)> ctx(EVP_MAC_CTX_dup(prepared_->keyed),
+                                                                &EVP_MAC_CTX_free);
+  unsigned char out[EVP_MAX_MD_SIZE];
+  std::size_t len = 0;
+  bool ok = ctx != nullptr;
+  for (auto p : parts)
+    ok = ok &&
+         EVP_MAC_update(ctx.get(), reinterpret_cast<const unsigned char*>(p.data()), p.size()) == 1;
+  ok = ok && EVP_MAC_final(ctx.get(), out, &len, sizeof out) == 1;
+  // Fails only when out of memory: the same as any allocation failing.
+  if (!ok) throw std::bad_alloc();
+  return std::string(reinterpret_cast<const char*>(out), len);
+}
+
+RequestStateCodec::RequestStateCodec(std::string secret) : key_(secret) {}
 
 std::string RequestStateCodec::mac(std::string_view signed_part) const {
-  return hmac_sha256(secret_, signed_part);
+  return key_.sign(signed_part);
 }
 
 std::string RequestStateCodec::mint(std::string_view payload) const {

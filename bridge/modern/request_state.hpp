@@ -10,11 +10,33 @@
 // Thread-safe (immutable after construction).
 #pragma once
 
+#include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
 namespace mcpmqtt::bridge {
+
+// An HMAC-SHA256 key made ready once: the digest fetched and the key's inner and outer pads
+// hashed. sign() copies that state, where hmac_sha256() sets it all up again for each message
+// (which costs several times the hashing of a short message; bench/README.md, replicas).
+// Thread-safe: sign() only reads the prepared state.
+class HmacKey {
+ public:
+  explicit HmacKey(std::string_view key);
+  ~HmacKey();
+  HmacKey(const HmacKey&) = delete;
+  HmacKey& operator=(const HmacKey&) = delete;
+
+  // The 32-byte MAC of the concatenation of `parts` (no copy made of them).
+  std::string sign(std::initializer_list<std::string_view> parts) const;
+  std::string sign(std::string_view data) const { return sign({data}); }
+
+ private:
+  struct Prepared;
+  std::unique_ptr<Prepared> prepared_;
+};
 
 class RequestStateCodec {
  public:
@@ -30,7 +52,7 @@ class RequestStateCodec {
 
  private:
   std::string mac(std::string_view signed_part) const;
-  std::string secret_;
+  HmacKey key_;
 };
 
 // HMAC-SHA256 of `data` under `key` (32 bytes).

@@ -2,6 +2,10 @@
 // on (bridge/relay/local_channel.hpp).
 #include "bridge/modern/request_state.hpp"
 
+#include <atomic>
+#include <thread>
+#include <vector>
+
 #include <catch2/catch.hpp>
 
 #include "bridge/relay/local_channel.hpp"
@@ -49,6 +53,45 @@ TEST_CASE("request state: base64url both ways, strictly, digests", "[request-sta
   REQUIRE(r);
   CHECK(r->size() == 32);
   CHECK(*r != *bridge::random_bytes(32));
+}
+
+TEST_CASE(
+    "HMAC-SHA256 with a key prepared once: RFC 4231 §4.2 and §4.3, parts as one message, "
+    "concurrent signers",
+    "[request-state][hmac]") {
+  const auto hex = [](const std::string& bytes) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned char b : bytes) {
+      out += kHex[b >> 4];
+      out += kHex[b & 15];
+    }
+    return out;
+  };
+  // RFC 4231 §4.2 (test case 1) and §4.3 (test case 2), HMAC-SHA-256.
+  const bridge::HmacKey one(std::string(20, '\x0b'));
+  CHECK(hex(one.sign("Hi There")) ==
+        "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+  const bridge::HmacKey jefe("Jefe");
+  CHECK(hex(jefe.sign("what do ya want for nothing?")) ==
+        "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  CHECK(jefe.sign({"what do ya ", "", "want for nothing?"}) ==
+        jefe.sign("what do ya want for nothing?"));
+  CHECK(jefe.sign("x") == bridge::hmac_sha256("Jefe", "x"));
+  CHECK(bridge::HmacKey("").sign("x") == bridge::hmac_sha256("", "x"));
+  // The prepared key is only read: signers on several threads get the same MACs.
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 500; ++i)
+        if (jefe.sign({"what do ya want ", "for nothing?"}) !=
+            jefe.sign("what do ya want for nothing?"))
+          ++wrong;
+    });
+  for (auto& t : threads)
+    t.join();
+  CHECK(wrong == 0);
 }
 
 TEST_CASE("local channel: held until started, both ends told of the other's close",
