@@ -12,6 +12,7 @@
 
 #include "bridge/jsonrpc/jsonrpc.hpp"
 #include "bridge/modern/request_state.hpp"
+#include "common/hex.hpp"
 #include "common/log.hpp"
 #include "common/metrics.hpp"
 #include "http/server_listener.hpp"
@@ -29,17 +30,6 @@ constexpr std::string_view kRelayPrefix = "$mcp-bridge/relay/";
 constexpr std::size_t kMacSize = 32;
 // How long a relayed stream's head waits for the frames that follow it (ReplicaRelay::flush).
 constexpr std::chrono::milliseconds kHoldHead{2};
-
-std::string hex_of(std::string_view bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(2 * bytes.size());
-  for (unsigned char c : bytes) {
-    out += kDigits[c >> 4];
-    out += kDigits[c & 15];
-  }
-  return out;
-}
 
 // The replica named by a reply topic ($mcp-bridge/relay/{id}/reply), or empty.
 std::string replica_of_reply_topic(std::string_view topic) {
@@ -71,7 +61,7 @@ Expected<ReplicaIdentity, std::string> resolve_replica(const config::ReplicasCon
       r.id += std::isalnum(static_cast<unsigned char>(*c)) || *c == '-' || *c == '_' ? *c : '-';
     const auto suffix = bridge::random_bytes(3);
     if (!suffix) return unexpected(std::string("no random source for the replica's name"));
-    r.id += (r.id.empty() ? "" : "-") + hex_of(*suffix);
+    r.id += (r.id.empty() ? "" : "-") + hex_encode(*suffix);
   }
   r.shared = replicas.shared();
   r.secret = replicas.secret;
@@ -151,7 +141,7 @@ ReplicaRelay::ReplicaRelay(net::io_context& ioc, Options options)
       key_(bridge::hmac_sha256(options_.secret, "mcp-mqtt-bridge relay")) {
   const auto random = bridge::random_bytes(8);
   incarnation_ = random
-                     ? hex_of(*random)
+                     ? hex_encode(*random)
                      : std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
   presence_topic_ = std::string(kPresencePrefix) + options_.replica;
   request_topic_ = std::string(kRelayPrefix) + options_.replica + "/request";
@@ -326,7 +316,8 @@ void ReplicaRelay::do_forward(http::RelayedRequest request,
     if (auto s = weak.lock()) s->on_timeout(correlation);
   });
   log::http()->debug("[relay] {} {} → replica {} ({})", bhttp_method(out->request),
-                     out->request.target, owner, hex_of(correlation.substr(incarnation_.size())));
+                     out->request.target, owner,
+                     hex_encode(correlation.substr(incarnation_.size())));
   outbound_.emplace(correlation, std::move(out));
   update_gauges();
   exchange->watch([weak, correlation, ex = strand_] {
@@ -363,7 +354,7 @@ void ReplicaRelay::on_reply(const std::string& correlation, std::string_view wir
   }
   if (applied == http::relay_wire::Applied::more) return;
   log::http()->debug("[relay] replica {} answered ({})", out.owner,
-                     hex_of(correlation.substr(incarnation_.size())));
+                     hex_encode(correlation.substr(incarnation_.size())));
   if (applied == http::relay_wire::Applied::malformed) {
     log::http()->warn("[relay] a malformed answer from replica {}: the client's request ends",
                       out.owner);
@@ -381,7 +372,7 @@ void ReplicaRelay::on_client_gone(const std::string& correlation) {
   auto it = outbound_.find(correlation);
   if (it == outbound_.end()) return;
   log::http()->debug("[relay] the client of a request relayed to {} went away ({})",
-                     it->second->owner, hex_of(correlation.substr(incarnation_.size())));
+                     it->second->owner, hex_encode(correlation.substr(incarnation_.size())));
   send_gone(it->second->owner, correlation);
   count("sent", "client_gone");
   outbound_.erase(it);

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "bridge/modern/request_state.hpp"
+#include "common/hex.hpp"
 #include "common/log.hpp"
 #include "common/metrics.hpp"
 #include "events/webhook_signing.hpp"
@@ -99,7 +100,9 @@ void WebhookOutbox::add(const std::vector<const WebhookRegistration*>& hit, std:
   const auto event_bytes = random_bytes(16);
   const std::string msg_prefix =
       "msg_" +
-      (event_bytes ? hex(*event_bytes) : std::to_string(now_ms) + "_" + std::to_string(rng_)) + "_";
+      (event_bytes ? hex_encode(*event_bytes)
+                   : std::to_string(now_ms) + "_" + std::to_string(rng_)) +
+      "_";
   std::size_t n_in_event = 0;
   // Committed in chunks, each before its POSTs start (an event accepted here survives the
   // process): the first deliveries leave while the rest are written, on the delivery threads.

@@ -29,16 +29,6 @@ std::optional<std::string> unbase64(std::string_view text) {
   return out;
 }
 
-std::string hex(std::string_view bytes) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes) {
-    out.push_back(digits[c >> 4]);
-    out.push_back(digits[c & 15]);
-  }
-  return out;
-}
-
 std::string sign_webhook(std::string_view key, std::string_view id, std::string_view timestamp,
                          std::string_view body) {
   std::string signed_content;

@@ -23,7 +23,5 @@ std::optional<std::string> webhook_secret_key(std::string_view secret);
 // Standard base64 with padding (RFC 4648 §4), and its inverse.
 std::string base64(std::string_view data);
 std::optional<std::string> unbase64(std::string_view text);
-// Lower-case hexadecimal, two digits a byte.
-std::string hex(std::string_view bytes);
 
 }  // namespace mcpmqtt::bridge

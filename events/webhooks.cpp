@@ -10,6 +10,7 @@
 #include "bridge/jsonrpc/raw_json.hpp"
 #include "bridge/modern/request_state.hpp"
 #include "bridge/protocol/events.hpp"
+#include "common/hex.hpp"
 #include "common/log.hpp"
 
 namespace mcpmqtt::bridge {
@@ -122,7 +123,7 @@ Expected<std::string, jsonrpc::Error> Webhooks::register_subscription(
     return unexpected(jsonrpc::Error{
         jsonrpc::code::internal_error, "no random source for the webhook secret", {}});
   WebhookRegistration r;
-  r.id = hex(*id_bytes);
+  r.id = hex_encode(*id_bytes);
   r.principal = principal;
   r.server = server_name;
   r.target = target;

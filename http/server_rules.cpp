@@ -9,6 +9,7 @@
 #include <sys/random.h>
 
 #include "bridge/protocol/topics.hpp"
+#include "common/hex.hpp"
 
 namespace mcpmqtt::http {
 
@@ -286,13 +287,8 @@ bridge::Principal principal_of(std::string_view authorization, bool tokens_enabl
       iequals(authorization.substr(0, scheme.size()), scheme))
     authorization = trim(authorization.substr(scheme.size()));
   const auto d = sha256(authorization);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out = "token:";
-  for (unsigned char c : d) {
-    out.push_back(kHex[c >> 4]);
-    out.push_back(kHex[c & 0xf]);
-  }
-  p.key = std::move(out);
+  p.key =
+      "token:" + hex_encode(std::string_view(reinterpret_cast<const char*>(d.data()), d.size()));
   return p;
 }
 
@@ -308,14 +304,7 @@ std::string new_session_id() {
       got += static_cast<std::size_t>(n);
     }
   }
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(2 * sizeof raw);
-  for (unsigned char c : raw) {
-    out.push_back(digits[c >> 4]);
-    out.push_back(digits[c & 0xf]);
-  }
-  return out;
+  return hex_encode(std::string_view(reinterpret_cast<const char*>(raw), sizeof raw));
 }
 
 const std::vector<std::string>& supported_protocol_versions() {

@@ -6,6 +6,7 @@
 #include <openssl/rand.h>
 
 #include "bridge/protocol/topics.hpp"
+#include "common/hex.hpp"
 #include "common/log.hpp"
 
 namespace mcpmqtt::mqtt {
@@ -24,13 +25,8 @@ std::string fresh_client_id(const std::string& prefix) {
     for (auto& b : bytes)
       b = static_cast<unsigned char>(rd());
   }
-  static const char* hex = "0123456789abcdef";
-  std::string id = prefix + "-";
-  for (unsigned char b : bytes) {
-    id.push_back(hex[b >> 4]);
-    id.push_back(hex[b & 0xF]);
-  }
-  return id;
+  return prefix + "-" +
+         hex_encode(std::string_view(reinterpret_cast<const char*>(bytes), sizeof bytes));
 }
 
 std::shared_ptr<ClientSession> ClientSession::create(boost::asio::any_io_executor strand,

@@ -3,24 +3,13 @@
 #include "bridge/modern/gateway.hpp"
 #include "bridge/modern/gateway_parts.hpp"
 #include "bridge/modern/round_state.hpp"
+#include "common/hex.hpp"
 
 namespace mcpmqtt::bridge {
 
 using namespace gateway_detail;
 
-namespace {
-
-std::string hex(std::string_view bytes) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char b : bytes) {
-    out += kHex[b >> 4];
-    out += kHex[b & 15];
-  }
-  return out;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 void ModernGateway::gather(Run& run, const jsonrpc::Message& m) {
   InputRequest in;
@@ -105,7 +94,7 @@ void ModernGateway::ask(Run& run, Pending& p) {
   if (!transition(run, RunEvent::asked)) return;
   ++run.round;
   auto nonce = random_bytes(12);
-  run.nonce = nonce ? hex(*nonce) : std::to_string(run.id) + "-" + std::to_string(run.round);
+  run.nonce = nonce ? hex_encode(*nonce) : std::to_string(run.id) + "-" + std::to_string(run.round);
   if (run.park_timer) scheduler_.cancel(run.park_timer);
   std::weak_ptr<ModernGateway> weak = weak_from_this();
   run.park_timer =

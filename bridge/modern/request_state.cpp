@@ -12,6 +12,7 @@
 #include <openssl/sha.h>
 
 #include "common/base64url.hpp"
+#include "common/hex.hpp"
 
 namespace mcpmqtt::bridge {
 
@@ -30,14 +31,7 @@ std::optional<std::string> random_bytes(std::size_t n) {
 std::string sha256_hex(std::string_view data) {
   unsigned char digest[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(2 * sizeof digest);
-  for (unsigned char b : digest) {
-    out += kHex[b >> 4];
-    out += kHex[b & 15];
-  }
-  return out;
+  return hex_encode(std::string_view(reinterpret_cast<const char*>(digest), sizeof digest));
 }
 
 std::string hmac_sha256(std::string_view key, std::string_view data) {

@@ -10,6 +10,7 @@
 
 #include "bridge/relay/local_channel.hpp"
 #include "common/base64url.hpp"
+#include "common/hex.hpp"
 
 using namespace mcpmqtt;
 using bridge::CloseReason;
@@ -59,15 +60,7 @@ TEST_CASE(
     "HMAC-SHA256 with a key prepared once: RFC 4231 §4.2 and §4.3, parts as one message, "
     "concurrent signers",
     "[request-state][hmac]") {
-  const auto hex = [](const std::string& bytes) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string out;
-    for (unsigned char b : bytes) {
-      out += kHex[b >> 4];
-      out += kHex[b & 15];
-    }
-    return out;
-  };
+  const auto hex = [](const std::string& bytes) { return hex_encode(bytes); };
   // RFC 4231 §4.2 (test case 1) and §4.3 (test case 2), HMAC-SHA-256.
   const bridge::HmacKey one(std::string(20, '\x0b'));
   CHECK(hex(one.sign("Hi There")) ==
