@@ -274,6 +274,11 @@ void ReplicaRelay::publish(const std::string& topic, const std::string& correlat
                  std::move(o), std::move(done));
 }
 
+void ReplicaRelay::publish_frames(const std::string& reply_topic, const std::string& correlation,
+                                  const std::vector<std::string_view>& frames, mqtt::Done done) {
+  publish(reply_topic, correlation, http::relay_wire::encode(frames), {}, std::move(done));
+}
+
 // ---- relaying (this replica received the request) ----------------------------------------------
 
 void ReplicaRelay::forward(http::RelayedRequest request, std::shared_ptr<http::Exchange> exchange) {
@@ -463,9 +468,8 @@ void ReplicaRelay::on_request(const mqtt::Incoming& m, std::string_view wire) {
   }
   const auto from = replica_of_reply_topic(reply_topic);
   auto answer = [&](http::Response r) {
-    http::RemoteExchange ex([&](std::string frame, bool) {
-      publish(reply_topic, correlation, http::relay_wire::encode({frame}), {});
-    });
+    http::RemoteExchange ex(
+        [&](std::string frame, bool) { publish_frames(reply_topic, correlation, {frame}, {}); });
     ex.reply(std::move(r));
   };
   auto request = http::relay_wire::decode_request(*parts);
@@ -530,21 +534,21 @@ void ReplicaRelay::flush(Outbox& outbox) {
   outbox.hold.cancel();
   auto [frames, ends] = outbox.take();
   if (frames.empty() || !conn_) return;  // sent with a later frame already
-  std::vector<std::string_view> views(frames.begin(), frames.end());
   std::weak_ptr<ReplicaRelay> weak = weak_from_this();
-  publish(outbox.reply_topic, outbox.correlation, http::relay_wire::encode(views), {},
-          [weak, key = outbox.key](bool ok, const std::string&) {
-            if (ok) return;
-            auto s = weak.lock();
-            if (!s) return;
-            // The answer cannot reach the replica that asked: the request ends.
-            auto it = s->inbound_.find(key);
-            if (it == s->inbound_.end()) return;
-            auto gone = it->second->exchange;
-            s->inbound_.erase(it);
-            s->update_gauges();
-            gone->gone();
-          });
+  publish_frames(outbox.reply_topic, outbox.correlation,
+                 std::vector<std::string_view>(frames.begin(), frames.end()),
+                 [weak, key = outbox.key](bool ok, const std::string&) {
+                   if (ok) return;
+                   auto s = weak.lock();
+                   if (!s) return;
+                   // The answer cannot reach the replica that asked: the request ends.
+                   auto it = s->inbound_.find(key);
+                   if (it == s->inbound_.end()) return;
+                   auto gone = it->second->exchange;
+                   s->inbound_.erase(it);
+                   s->update_gauges();
+                   gone->gone();
+                 });
   if (ends && inbound_.erase(outbox.key)) update_gauges();
 }
 

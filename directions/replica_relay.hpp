@@ -31,7 +31,9 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -93,6 +95,10 @@ class ReplicaRelay : public http::Relay, public std::enable_shared_from_this<Rep
   void on_presence(const std::string& replica, const std::string& payload);
   void on_request(const mqtt::Incoming& m, std::string_view wire);
   void on_reply(const std::string& correlation, std::string_view wire);
+  // One message of an owner's answer on `reply_topic`: the frames, in order, as a list (the only
+  // form a reply takes on the wire).
+  void publish_frames(const std::string& reply_topic, const std::string& correlation,
+                      const std::vector<std::string_view>& frames, mqtt::Done done);
   // Publishes what `outbox` holds, in one message; on the strand.
   void flush(Outbox& outbox);
   void on_client_gone(const std::string& correlation);
