@@ -61,9 +61,11 @@ else
     # nodejs/npm: fetch the pinned MCP peers (SDK, conformance suite, Node 22) from npm;
     # python3 with python3-prometheus-client: the Prometheus project's own parser reads
     # GET /metrics in a test;
-    # clang and libclang-rt-14-dev (libFuzzer, ASan, UBSan): scripts/fuzz.sh.
+    # clang and libclang-rt-14-dev (libFuzzer, ASan, UBSan): scripts/fuzz.sh;
+    # ejabberd: a second MQTT 5 broker beside Mosquitto, its mod_mqtt (tests/support/ejabberd.hpp
+    # starts a private node per test; the package's own service is not used).
     packages+=(openssl systemd clang-format python3 python3-prometheus-client clang libclang-rt-14-dev
-               haproxy)
+               haproxy ejabberd)
     command -v npm >/dev/null || packages+=(nodejs npm)
   elif [[ $mode == demo ]]; then
     # python3: scripts/demo.sh picks free ports with it.
@@ -86,4 +88,9 @@ if (( ${#missing[@]} )); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update
   apt-get install -y --no-install-recommends "${missing[@]}"
+  # The package enables a system ejabberd whose configuration listens for MQTT on port 1883 (the
+  # tests start private nodes and never use it): one installed here is stopped and disabled.
+  if [[ " ${missing[*]} " == *" ejabberd "* && -d /run/systemd/system ]]; then
+    systemctl disable --now ejabberd >/dev/null 2>&1 || true
+  fi
 fi
