@@ -159,14 +159,15 @@ std::string find_server_id(const std::string& broker_url, const std::string& ser
   ::mqtt::async_client c(broker_url, "bench-presence-reader", ::mqtt::create_options(5));
   c.start_consuming();
   c.connect(::mqtt::connect_options_builder().mqtt_version(5).clean_start(true).finalize())->wait();
-  c.subscribe(topics::server_presence_filter(server_name), 0)->wait();
+  c.subscribe(topics::standard().server_presence_filter(server_name), 0)->wait();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   std::string id;
   while (id.empty() && std::chrono::steady_clock::now() < deadline) {
     ::mqtt::const_message_ptr m;
     if (!c.try_consume_message_for(&m, std::chrono::milliseconds(200)) || !m) continue;
     if (m->get_payload().empty()) continue;
-    if (auto t = topics::parse(m->get_topic()); t && t->kind == topics::Kind::server_presence)
+    if (auto t = topics::standard().parse(m->get_topic());
+        t && t->kind == topics::Kind::server_presence)
       id = t->server_id;
   }
   c.disconnect()->wait();

@@ -275,7 +275,7 @@ Row run(Mode mode, std::size_t streams, std::size_t per_session, std::size_t upd
   ::mqtt::async_client pub(broker.url(), "bench-fanout-publisher", ::mqtt::create_options(5));
   pub.connect(::mqtt::connect_options_builder().mqtt_version(5).clean_start(true).finalize())
       ->wait();
-  const std::string topic = topics::server_capability(server_id, kServer);
+  const std::string topic = topics::standard().server_capability(server_id, kServer);
   const double cpu_before = cpu_seconds(bridge.pid());
   const double self_before = cpu_seconds(::getpid());
   for (std::size_t k = 0; k < updates; ++k) {

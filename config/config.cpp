@@ -149,8 +149,13 @@ void apply_overrides(LoadResult& result, const Overrides& o) {
   if (o.broker_url) {
     cfg.mqtt.url = *o.broker_url;
     std::string why;
-    if (!detail::parse_broker_url(cfg.mqtt.url, cfg.mqtt, why))
+    if (!detail::parse_broker_urls(cfg.mqtt.url, cfg.mqtt, why))
       problems.push_back({"--broker", why});
+  }
+  if (o.topic_prefix) {
+    cfg.mqtt.topic_prefix = *o.topic_prefix;
+    if (const auto why = topics::check_prefix(cfg.mqtt.topic_prefix); !why.empty())
+      problems.push_back({"--topic-prefix", why});
   }
   if (o.http_listen) {
     cfg.http.listen = *o.http_listen;

@@ -39,10 +39,26 @@ enum class SessionCredentials {
   principal,  // user name: the principal's `sub`; password: the configured one
 };
 
+// One broker of mqtt.url, split into its parts.
+struct BrokerAddress {
+  std::string host;
+  std::uint16_t port = 1883;
+  bool tls = false;
+  bool websocket = false;
+  std::string ws_path = "/mqtt";
+  bool operator==(const BrokerAddress&) const = default;
+};
+
 struct MqttConfig {
+  // One broker url, or several separated by commas (an array of them in the file): the first is
+  // used first; when a connection cannot be made or is lost, the next is tried (docs/brokers.md).
   std::string url = "mqtt://127.0.0.1:1883";
   MqttClient client = MqttClient::native;
   std::string client_id_prefix = "mcp-bridge";
+  // What every MCP topic begins with (004 §Message Topics: "$mcp-"); another one for brokers
+  // that refuse topics beginning with '$' (ejabberd, some cloud brokers) or a tenant's ACL
+  // namespace. Every participant on the broker must use the same one.
+  std::string topic_prefix = "$mcp-";
   std::string username;
   std::string password_file;
   std::string password;  // resolved from password_file or MCPMQTT_MQTT_PASSWORD; never logged
@@ -67,6 +83,8 @@ struct MqttConfig {
   std::uint16_t port = 1883;
   bool websocket = false;         // ws:// or wss://
   std::string ws_path = "/mqtt";  // the path of a ws:// or wss:// url
+  // The second and later brokers of url, in order.
+  std::vector<BrokerAddress> fallbacks;
 
   bool operator==(const MqttConfig&) const = default;
 };
@@ -357,6 +375,7 @@ std::size_t default_max_sessions(const ServerEntry& entry, const EgressConfig& e
 // Values from the command line; each set one replaces the file's value.
 struct Overrides {
   std::optional<std::string> broker_url;
+  std::optional<std::string> topic_prefix;
   std::optional<std::string> http_listen;
   std::optional<std::string> log_level;
   std::optional<std::string> default_server;

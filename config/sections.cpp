@@ -39,12 +39,38 @@ bool expand_env(const std::string& in, std::string& out, GetEnv getenv_fn, std::
 }
 
 void read_mqtt_members(ObjectReader& r, MqttConfig& m, std::vector<Problem>& problems) {
-  r.string("url", m.url, false);
+  // One url, or an array of them (failover, in order): kept as one comma-separated string, as
+  // MCPMQTT_BROKER and --broker give it.
+  if (const Value* u = r.get("url")) {
+    if ((u->IsString() && u->GetStringLength() == 0) || (u->IsArray() && u->Empty())) {
+      r.problem("url", "must not be empty");
+    } else if (u->IsString()) {
+      m.url.assign(u->GetString(), u->GetStringLength());
+    } else if (u->IsArray()) {
+      std::string joined;
+      for (const auto& e : u->GetArray()) {
+        if (!e.IsString() || e.GetStringLength() == 0 ||
+            std::string_view(e.GetString(), e.GetStringLength()).find(',') !=
+                std::string_view::npos) {
+          r.problem("url", "expected broker urls (strings without commas), found " + show(e));
+          joined.clear();
+          break;
+        }
+        if (!joined.empty()) joined += ',';
+        joined.append(e.GetString(), e.GetStringLength());
+      }
+      if (!joined.empty()) m.url = joined;
+    } else {
+      r.problem("url",
+                std::string("expected a string or an array of strings, found ") + type_name(*u));
+    }
+  }
   std::string client;
   if (r.string("client", client) && !parse_mqtt_client(client, m.client)) {
     r.problem("client", "expected \"native\" or \"paho\", found \"" + client + "\"");
   }
   r.string("client_id_prefix", m.client_id_prefix, false);
+  r.string("topic_prefix", m.topic_prefix, false);
   r.string("username", m.username);
   r.string("password_file", m.password_file, false);
   std::string credentials;

@@ -145,14 +145,20 @@ void validate_upstream_oauth(Config& cfg, std::vector<Problem>& problems) {
 
 void validate(Config& cfg, std::vector<Problem>& problems) {
   std::string why;
-  if (!parse_broker_url(cfg.mqtt.url, cfg.mqtt, why)) problems.push_back({"mqtt.url", why});
+  if (!parse_broker_urls(cfg.mqtt.url, cfg.mqtt, why)) problems.push_back({"mqtt.url", why});
   if (const auto w = topics::check_id(cfg.mqtt.client_id_prefix); !w.empty()) {
     problems.push_back({"mqtt.client_id_prefix", "is part of MQTT client ids and " + w});
+  }
+  if (const auto w = topics::check_prefix(cfg.mqtt.topic_prefix); !w.empty()) {
+    problems.push_back({"mqtt.topic_prefix", "begins every MCP topic and " + w});
   }
   if (cfg.mqtt.reconnect_min_ms > cfg.mqtt.reconnect_max_ms) {
     problems.push_back({"mqtt.reconnect_min_ms", "must not exceed mqtt.reconnect_max_ms"});
   }
-  if (cfg.mqtt.tls.configured && !cfg.mqtt.tls.enabled) {
+  const bool any_tls =
+      cfg.mqtt.tls.enabled || std::any_of(cfg.mqtt.fallbacks.begin(), cfg.mqtt.fallbacks.end(),
+                                          [](const BrokerAddress& a) { return a.tls; });
+  if (cfg.mqtt.tls.configured && !any_tls) {
     problems.push_back(
         {"mqtt.tls", "is set but mqtt.url \"" + cfg.mqtt.url +
                          "\" is not TLS; use mqtts://HOST[:PORT] or wss://HOST[:PORT][/PATH]"});
@@ -253,6 +259,7 @@ void resolve_secrets(Config& cfg, std::vector<Problem>& problems, GetEnv getenv_
 
 void apply_env(Config& cfg, std::vector<Problem>& problems, GetEnv getenv_fn) {
   if (const char* v = getenv_fn("MCPMQTT_BROKER"); v && *v) cfg.mqtt.url = v;
+  if (const char* v = getenv_fn("MCPMQTT_TOPIC_PREFIX"); v && *v) cfg.mqtt.topic_prefix = v;
   if (const char* v = getenv_fn("MCPMQTT_MQTT_CLIENT"); v && *v) {
     if (!parse_mqtt_client(v, cfg.mqtt.client)) {
       problems.push_back({"MCPMQTT_MQTT_CLIENT",
@@ -344,6 +351,34 @@ bool parse_broker_url(const std::string& url, MqttConfig& m, std::string& why) {
   m.tls.enabled = scheme->tls;
   m.websocket = scheme->websocket;
   m.ws_path = scheme->websocket ? (path.empty() ? "/mqtt" : path) : "/mqtt";
+  return true;
+}
+
+bool parse_broker_urls(const std::string& urls, MqttConfig& m, std::string& why) {
+  std::vector<BrokerAddress> all;
+  std::size_t start = 0;
+  for (;;) {
+    const auto comma = urls.find(',', start);
+    auto one = urls.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const auto first = one.find_first_not_of(" \t");
+    const auto last = one.find_last_not_of(" \t");
+    one = first == std::string::npos ? std::string() : one.substr(first, last - first + 1);
+    if (one.empty()) {
+      why = "an empty entry in the list \"" + urls + "\" (urls are separated by single commas)";
+      return false;
+    }
+    MqttConfig parsed;
+    if (!parse_broker_url(one, parsed, why)) return false;
+    all.push_back({parsed.host, parsed.port, parsed.tls.enabled, parsed.websocket, parsed.ws_path});
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  m.host = all.front().host;
+  m.port = all.front().port;
+  m.tls.enabled = all.front().tls;
+  m.websocket = all.front().websocket;
+  m.ws_path = all.front().ws_path;
+  m.fallbacks.assign(all.begin() + 1, all.end());
   return true;
 }
 

@@ -62,10 +62,18 @@ const std::vector<OptionSpec>& options() {
       {"--broker",
        "URL",
        "MQTT broker: mqtt://HOST[:PORT], mqtts://HOST[:PORT] (TLS), ws://HOST[:PORT][/PATH] or "
-       "wss://HOST[:PORT][/PATH] (MQTT over WebSocket, path /mqtt by default); env "
-       "MCPMQTT_BROKER (default mqtt://127.0.0.1:1883)",
+       "wss://HOST[:PORT][/PATH] (MQTT over WebSocket, path /mqtt by default); several "
+       "separated by commas fail over in order; env MCPMQTT_BROKER (default "
+       "mqtt://127.0.0.1:1883)",
        {Command::run, Command::check_config, Command::stdio, Command::expose},
        [](CommandLine& c, const std::string& v) { c.overrides.broker_url = v; }},
+      {"--topic-prefix",
+       "PREFIX",
+       "what every MCP topic begins with, the same for every participant on the broker: $mcp- "
+       "as MCP over MQTT defines it, or e.g. mcp- for brokers that refuse topics beginning with "
+       "$; env MCPMQTT_TOPIC_PREFIX (default $mcp-)",
+       {Command::run, Command::check_config, Command::stdio, Command::expose},
+       [](CommandLine& c, const std::string& v) { c.overrides.topic_prefix = v; }},
       {"--listen",
        "HOST:PORT",
        "HTTP ingress address; env MCPMQTT_HTTP_LISTEN (default 127.0.0.1:8080)",

@@ -182,15 +182,16 @@ struct Ingress::IngressSession : std::enable_shared_from_this<IngressSession> {
     const auto wait = std::chrono::milliseconds(in->options_.ingress.presence_wait_ms);
     wait_timer = std::make_unique<boost::asio::steady_timer>(strand, wait);
     std::weak_ptr<IngressSession> weak = weak_from_this();
-    wait_timer->async_wait(
-        [weak, wait, filters = in->directory_->filters()](const boost::system::error_code& ec) {
-          auto self = weak.lock();
-          if (ec || !self || self->splice || self->ended) return;
-          self->refuse("no MCP server named \"" + self->server_name + "\" is online (waited " +
-                       std::to_string(wait.count()) + " ms for its presence on " +
-                       topics::server_presence_filter(self->server_name) +
-                       "; server-name filters in use: " + join(filters) + ")");
-        });
+    wait_timer->async_wait([weak, wait, filters = in->directory_->filters(),
+                            scheme = topics::Scheme(in->options_.mqtt.topic_prefix)](
+                               const boost::system::error_code& ec) {
+      auto self = weak.lock();
+      if (ec || !self || self->splice || self->ended) return;
+      self->refuse("no MCP server named \"" + self->server_name + "\" is online (waited " +
+                   std::to_string(wait.count()) + " ms for its presence on " +
+                   scheme.server_presence_filter(self->server_name) +
+                   "; server-name filters in use: " + join(filters) + ")");
+    });
     auto ex = strand;
     watch = in->directory_->watch(server_name, [weak, ex] {
       boost::asio::post(ex, [weak] {

@@ -23,6 +23,9 @@ mqtt::BrokerOptions broker_options(const config::MqttConfig& m) {
   b.reconnect_min_ms = m.reconnect_min_ms;
   b.reconnect_max_ms = m.reconnect_max_ms;
   b.max_packet_bytes = m.max_packet_bytes;
+  b.topic_prefix = m.topic_prefix;
+  for (const auto& f : m.fallbacks)
+    b.fallbacks.push_back({f.host, f.port, f.tls, f.websocket, f.ws_path});
   return b;
 }
 

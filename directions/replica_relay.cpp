@@ -12,6 +12,7 @@
 
 #include "bridge/jsonrpc/jsonrpc.hpp"
 #include "bridge/modern/request_state.hpp"
+#include "bridge/protocol/topics.hpp"
 #include "common/hex.hpp"
 #include "common/log.hpp"
 #include "common/metrics.hpp"
@@ -25,21 +26,19 @@ namespace net = boost::asio;
 
 namespace {
 
-constexpr std::string_view kPresencePrefix = "$mcp-bridge/replica/";
-constexpr std::string_view kRelayPrefix = "$mcp-bridge/relay/";
 constexpr std::size_t kMacSize = 32;
 // How long a relayed stream's head waits for the frames that follow it (ReplicaRelay::flush).
 constexpr std::chrono::milliseconds kHoldHead{2};
 
-// The replica named by a reply topic ($mcp-bridge/relay/{id}/reply), or empty.
-std::string replica_of_reply_topic(std::string_view topic) {
+// The replica named by a reply topic ({relay_prefix}{id}/reply), or empty.
+std::string replica_of_reply_topic(std::string_view relay_prefix, std::string_view topic) {
   constexpr std::string_view kSuffix = "/reply";
-  if (topic.substr(0, kRelayPrefix.size()) != kRelayPrefix ||
-      topic.size() <= kRelayPrefix.size() + kSuffix.size() ||
+  if (topic.substr(0, relay_prefix.size()) != relay_prefix ||
+      topic.size() <= relay_prefix.size() + kSuffix.size() ||
       topic.substr(topic.size() - kSuffix.size()) != kSuffix)
     return {};
   return std::string(
-      topic.substr(kRelayPrefix.size(), topic.size() - kRelayPrefix.size() - kSuffix.size()));
+      topic.substr(relay_prefix.size(), topic.size() - relay_prefix.size() - kSuffix.size()));
 }
 
 std::string bhttp_method(const http::RelayedRequest& r) {
@@ -143,9 +142,13 @@ ReplicaRelay::ReplicaRelay(net::io_context& ioc, Options options)
   incarnation_ = random
                      ? hex_encode(*random)
                      : std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
-  presence_topic_ = std::string(kPresencePrefix) + options_.replica;
-  request_topic_ = std::string(kRelayPrefix) + options_.replica + "/request";
-  reply_topic_ = std::string(kRelayPrefix) + options_.replica + "/reply";
+  // {prefix}bridge/replica/{id} and {prefix}bridge/relay/{id}/…, under mqtt.topic_prefix.
+  const topics::Scheme scheme(options_.connection.broker.topic_prefix);
+  presence_prefix_ = scheme.bridge("replica/");
+  relay_prefix_ = scheme.bridge("relay/");
+  presence_topic_ = presence_prefix_ + options_.replica;
+  request_topic_ = relay_prefix_ + options_.replica + "/request";
+  reply_topic_ = relay_prefix_ + options_.replica + "/reply";
   options_.secret.clear();
 }
 
@@ -182,8 +185,8 @@ void ReplicaRelay::start(http::Server& server) {
       s->problem_ = "cannot connect to the broker: " + why;
     };
     self->conn_ = mqtt::BrokerConnection::create(self->strand_, std::move(o), std::move(h));
-    self->conn_->subscribe({{std::string(kPresencePrefix) + "+", false},
-                            {std::string(kRelayPrefix) + self->options_.replica + "/+", false}});
+    self->conn_->subscribe({{self->presence_prefix_ + "+", false},
+                            {self->relay_prefix_ + self->options_.replica + "/+", false}});
     self->conn_->connect();
     log::daemon()->info(
         "replica {}: relaying requests for other replicas' sessions through the broker "
@@ -330,8 +333,8 @@ void ReplicaRelay::do_forward(http::RelayedRequest request,
       if (auto s = weak.lock()) s->on_client_gone(correlation);
     });
   });
-  publish(std::string(kRelayPrefix) + owner + "/request", correlation, std::move(wire),
-          reply_topic_, [weak, correlation](bool ok, const std::string& why) {
+  publish(relay_prefix_ + owner + "/request", correlation, std::move(wire), reply_topic_,
+          [weak, correlation](bool ok, const std::string& why) {
             if (ok) return;
             if (auto s = weak.lock())
               s->fail_outbound(correlation, false, "cannot publish to the broker: " + why);
@@ -424,16 +427,16 @@ void ReplicaRelay::fail_outbound(const std::string& correlation, bool owner_gone
 
 void ReplicaRelay::send_gone(const std::string& owner, const std::string& correlation) {
   if (!conn_ || stopped_) return;
-  publish(std::string(kRelayPrefix) + owner + "/request", correlation,
-          http::relay_wire::encode({"gone"}), reply_topic_);
+  publish(relay_prefix_ + owner + "/request", correlation, http::relay_wire::encode({"gone"}),
+          reply_topic_);
 }
 
 // ---- serving (this replica holds the session) --------------------------------------------------
 
 void ReplicaRelay::on_message(const mqtt::Incoming& m) {
   const std::string_view topic = m.topic;
-  if (topic.substr(0, kPresencePrefix.size()) == kPresencePrefix) {
-    const auto name = std::string(topic.substr(kPresencePrefix.size()));
+  if (topic.substr(0, presence_prefix_.size()) == presence_prefix_) {
+    const auto name = std::string(topic.substr(presence_prefix_.size()));
     if (name != options_.replica) on_presence(name, m.payload ? *m.payload : std::string());
     return;
   }
@@ -466,7 +469,7 @@ void ReplicaRelay::on_request(const mqtt::Incoming& m, std::string_view wire) {
     ex->gone();
     return;
   }
-  const auto from = replica_of_reply_topic(reply_topic);
+  const auto from = replica_of_reply_topic(relay_prefix_, reply_topic);
   auto answer = [&](http::Response r) {
     http::RemoteExchange ex(
         [&](std::string frame, bool) { publish_frames(reply_topic, correlation, {frame}, {}); });

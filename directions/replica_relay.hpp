@@ -122,6 +122,7 @@ class ReplicaRelay : public http::Relay, public std::enable_shared_from_this<Rep
   Options options_;
   bridge::HmacKey key_;  // the relay's MAC key, derived from the secret
   std::string incarnation_;
+  std::string presence_prefix_, relay_prefix_;  // {prefix}bridge/replica/, {prefix}bridge/relay/
   std::string presence_topic_, request_topic_, reply_topic_;
   std::shared_ptr<mqtt::BrokerConnection> conn_;
   http::Server* server_ = nullptr;

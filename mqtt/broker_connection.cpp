@@ -1,6 +1,7 @@
 #include "mqtt/broker_connection.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <iterator>
 #include <random>
 #include <utility>
@@ -55,15 +56,15 @@ Done all_of(std::size_t n, Done done) {
 }
 
 // `publish_properties`: what every PUBLISH carries (004 §User Property), the will included.
-EngineConnect engine_params(const ConnectionOptions& o, const UserProperties& publish_properties) {
+EngineConnect engine_params(const ConnectionOptions& o, const BrokerAddress& a,
+                            const UserProperties& publish_properties) {
   const auto& b = o.broker;
   EngineConnect p;
   using T = EngineConnect::Transport;
-  p.transport = b.websocket ? (b.tls.enabled ? T::websocket_tls : T::websocket)
-                            : (b.tls.enabled ? T::tls : T::tcp);
-  p.host = b.host;
-  p.port = b.port;
-  p.ws_path = b.ws_path;
+  p.transport = a.websocket ? (a.tls ? T::websocket_tls : T::websocket) : (a.tls ? T::tls : T::tcp);
+  p.host = a.host;
+  p.port = a.port;
+  p.ws_path = a.ws_path;
   p.ca_file = b.tls.ca_file;
   p.cert_file = b.tls.cert_file;
   p.key_file = b.tls.key_file;
@@ -135,6 +136,10 @@ std::string request_properties_problem(const PublishOptions& o) {
 
 // One generator per thread: a std::mt19937 in each connection cost 5 KB of its memory, and an
 // ingress holds a connection per session.
+// With several brokers: the one that took the process's latest connection, where a new connection
+// starts (a session opened after a failover goes straight to the broker that is up).
+std::atomic<std::size_t> preferred_address{0};
+
 std::mt19937& jitter_source() {
   thread_local std::mt19937 rng(std::random_device{}());
   return rng;
@@ -172,13 +177,20 @@ BrokerConnection::~BrokerConnection() {
   retry_timer_.cancel();
 }
 
-std::string BrokerConnection::broker_url() const {
+BrokerAddress BrokerConnection::address() const {
   const auto& b = options_.broker;
-  const bool v6 = b.host.find(':') != std::string::npos;
+  if (address_ == 0 || address_ > b.fallbacks.size())
+    return {b.host, b.port, b.tls.enabled, b.websocket, b.ws_path};
+  return b.fallbacks[address_ - 1];
+}
+
+std::string BrokerConnection::broker_url() const {
+  const auto a = address();
+  const bool v6 = a.host.find(':') != std::string::npos;
   const char* scheme =
-      b.websocket ? (b.tls.enabled ? "wss://" : "ws://") : (b.tls.enabled ? "mqtts://" : "mqtt://");
-  return scheme + (v6 ? "[" + b.host + "]" : b.host) + ":" + std::to_string(b.port) +
-         (b.websocket ? b.ws_path : "");
+      a.websocket ? (a.tls ? "wss://" : "ws://") : (a.tls ? "mqtts://" : "mqtt://");
+  return scheme + (v6 ? "[" + a.host + "]" : a.host) + ":" + std::to_string(a.port) +
+         (a.websocket ? a.ws_path : "");
 }
 
 void BrokerConnection::connect() {
@@ -194,6 +206,8 @@ void BrokerConnection::connect() {
   engine_ = options_.broker.engine == EngineKind::paho
                 ? make_paho_engine(strand_, std::move(events))
                 : make_native_engine(strand_, std::move(events));
+  if (!options_.broker.fallbacks.empty())
+    address_ = preferred_address.load() % (1 + options_.broker.fallbacks.size());
   do_connect();
 }
 
@@ -220,9 +234,10 @@ void BrokerConnection::on_message(const ReceivedMessage& m) {
 void BrokerConnection::do_connect() {
   state_ = State::connecting;
   std::weak_ptr<BrokerConnection> weak = weak_from_this();
-  engine_->connect(engine_params(options_, *publish_properties_), [weak](const ConnectOutcome& r) {
-    if (auto self = weak.lock()) self->on_connect_result(r);
-  });
+  engine_->connect(engine_params(options_, address(), *publish_properties_),
+                   [weak](const ConnectOutcome& r) {
+                     if (auto self = weak.lock()) self->on_connect_result(r);
+                   });
 }
 
 void BrokerConnection::on_connect_result(const ConnectOutcome& r) {
@@ -236,6 +251,13 @@ void BrokerConnection::on_connect_result(const ConnectOutcome& r) {
                  : " (" + options_.broker.credentials_source + ")";
     }
     if (!options_.reconnect) {
+      // One attempt at each broker of the list before the connection fails.
+      if (++tried_ < 1 + options_.broker.fallbacks.size()) {
+        log::mqtt()->info("{} {}; trying the next broker", describe(), why);
+        address_ = (address_ + 1) % (1 + options_.broker.fallbacks.size());
+        do_connect();
+        return;
+      }
       state_ = State::closed;
       if (handlers_.on_connect_failed) handlers_.on_connect_failed(why, false);
       fail_everything(why);
@@ -247,6 +269,7 @@ void BrokerConnection::on_connect_result(const ConnectOutcome& r) {
   }
   const auto info = connack_info(r.connack);
   state_ = State::connected;
+  if (!options_.broker.fallbacks.empty()) preferred_address.store(address_);
   attempt_ = 0;
   ++generation_;
   in_flight_ = 0;
@@ -310,16 +333,26 @@ void BrokerConnection::on_lost(const std::string& cause) {
 void BrokerConnection::schedule_retry(const std::string& why) {
   state_ = State::waiting_retry;
   const auto& b = options_.broker;
+  // With several brokers (mqtt.url as a list) the next one is tried; the delay doubles once per
+  // round through the list, so a dead broker costs the others no more than its own attempt.
+  const std::size_t brokers = 1 + b.fallbacks.size();
+  if (brokers > 1) address_ = (address_ + 1) % brokers;
+  const auto rounds = static_cast<std::size_t>(attempt_) / brokers;
   double delay = b.reconnect_min_ms;
-  for (int i = 0; i < attempt_ && delay < b.reconnect_max_ms; ++i)
+  for (std::size_t i = 0; i < rounds && delay < b.reconnect_max_ms; ++i)
     delay *= 2;
   delay = std::min<double>(delay, b.reconnect_max_ms);
   // ±20% jitter, so a fleet of bridges does not reconnect in lockstep after a broker restart.
   delay *= std::uniform_real_distribution<double>(0.8, 1.2)(jitter_source());
   ++attempt_;
   // The one line per backoff step that says why (the owners do not repeat it).
-  log::mqtt()->warn("{} reconnecting in {} ms (attempt {}): {}", describe(),
-                    static_cast<long>(delay), attempt_, why);
+  if (brokers > 1) {
+    log::mqtt()->warn("{} reconnecting to {} in {} ms (attempt {}): {}", describe(), broker_url(),
+                      static_cast<long>(delay), attempt_, why);
+  } else {
+    log::mqtt()->warn("{} reconnecting in {} ms (attempt {}): {}", describe(),
+                      static_cast<long>(delay), attempt_, why);
+  }
   retry_timer_.expires_after(std::chrono::milliseconds(static_cast<long>(delay)));
   retry_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
     if (ec || self->state_ != State::waiting_retry) return;

@@ -179,7 +179,7 @@ class BrokerConnection : public std::enable_shared_from_this<BrokerConnection> {
             in_flight_bytes_};
   }
   std::string describe() const { return "[mqtt " + options_.client_id + "]"; }
-  // The broker's URL as the log and errors name it.
+  // The URL of the broker this connection uses (or tries next), as the log and errors name it.
   std::string broker_url() const;
 
  private:
@@ -215,6 +215,11 @@ class BrokerConnection : public std::enable_shared_from_this<BrokerConnection> {
   State state_ = State::idle;
   bool ever_connected_ = false;
   int attempt_ = 0;
+  // Which broker: 0 the first (options_.broker), i the fallback i - 1. Moves on to the next one
+  // after a failed attempt or a loss; stays on one that took the connection.
+  std::size_t address_ = 0;
+  std::size_t tried_ = 0;  // brokers tried by a connection without reconnect
+  BrokerAddress address() const;
   std::uint64_t reconnects_ = 0;
   bool counted_up_ = false;  // in mcpmqtt_mqtt_connections
   void count_up(bool up);

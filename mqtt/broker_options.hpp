@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace mcpmqtt::mqtt {
 
@@ -16,6 +17,16 @@ struct BrokerTls {
   std::string cert_file;  // client certificate (PEM)
   std::string key_file;   // client private key (PEM)
   bool verify = true;     // verify the broker's certificate and host name
+};
+
+// Another broker to fail over to: where it is and how it is reached; everything else (TLS files,
+// credentials, timeouts) is the first broker's.
+struct BrokerAddress {
+  std::string host;
+  std::uint16_t port = 1883;
+  bool tls = false;
+  bool websocket = false;
+  std::string ws_path = "/mqtt";
 };
 
 struct BrokerOptions {
@@ -35,6 +46,12 @@ struct BrokerOptions {
   int connect_timeout_ms = 10000;
   int reconnect_min_ms = 500;  // backoff of reconnect attempts, doubled each time up to max
   int reconnect_max_ms = 30000;
+  // Brokers tried after this one, in order, when a connection cannot be made or is lost
+  // (mqtt.url as a list); a connection stays on the broker that took it until it loses it.
+  std::vector<BrokerAddress> fallbacks;
+  // What every topic of the MCP scheme and the bridge's own begins with (mqtt.topic_prefix,
+  // bridge/protocol/topics.hpp); the same for every participant on the broker.
+  std::string topic_prefix = "$mcp-";
   // Maximum Packet Size announced in CONNECT (MQTT 5.0 §3.1.2.11.4); 0: none announced.
   std::uint32_t max_packet_bytes = 0;
 };

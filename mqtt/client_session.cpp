@@ -37,9 +37,10 @@ std::shared_ptr<ClientSession> ClientSession::create(boost::asio::any_io_executo
 ClientSession::ClientSession(boost::asio::any_io_executor strand, Options options)
     : strand_(std::move(strand)),
       options_(std::move(options)),
+      topics_(options_.broker.topic_prefix),
       prefix_("[mqtt client " + options_.client_id + " → " + options_.server_name + "]"),
-      rpc_topic_(topics::rpc(options_.client_id, options_.server_id, options_.server_name)),
-      control_topic_(topics::server_control(options_.server_id, options_.server_name)) {}
+      rpc_topic_(topics_.rpc(options_.client_id, options_.server_id, options_.server_name)),
+      control_topic_(topics_.server_control(options_.server_id, options_.server_name)) {}
 
 void ClientSession::start(Receiver receiver) {
   if (state_ != State::idle) return;
@@ -52,7 +53,7 @@ void ClientSession::start(Receiver receiver) {
   o.role = Role::client;
   o.meta_json = options_.connect_meta_json;
   // 004 §Client Disconnect: the will tells the server we vanished.
-  o.will = Will{topics::client_presence(options_.client_id), kDisconnected, false};
+  o.will = Will{topics_.client_presence(options_.client_id), kDisconnected, false};
   o.reconnect = false;
   std::weak_ptr<ClientSession> weak = weak_from_this();
   BrokerConnection::Handlers h;
@@ -81,8 +82,8 @@ void ClientSession::start(Receiver receiver) {
   // They go out when the connection comes up, in two SUBSCRIBE packets (see
   // BrokerConnection::subscribe).
   conn_->subscribe({{rpc_topic_, /*no_local=*/true},
-                    {topics::server_capability(options_.server_id, options_.server_name), false},
-                    {topics::server_presence(options_.server_id, options_.server_name), false}},
+                    {topics_.server_capability(options_.server_id, options_.server_name), false},
+                    {topics_.server_presence(options_.server_id, options_.server_name), false}},
                    done);
   conn_->connect();
 }
@@ -151,7 +152,7 @@ void ClientSession::publish(const jsonrpc::Message& m) {
 
 void ClientSession::on_message(const Incoming& in) {
   if (state_ == State::closed) return;
-  auto t = topics::parse(in.topic);
+  auto t = topics_.parse(in.topic);
   if (!t) return;
   if (t->kind == topics::Kind::server_presence) {
     if (t->server_id != options_.server_id) return;
@@ -198,7 +199,7 @@ void ClientSession::fail(bridge::CloseReason why) {
   if (conn_) {
     // Best effort: tell the server, then leave. The will covers us if the broker is gone.
     if (conn_->connected())
-      conn_->publish(topics::client_presence(options_.client_id), kDisconnected);
+      conn_->publish(topics_.client_presence(options_.client_id), kDisconnected);
     conn_->disconnect(std::chrono::seconds(2), [self = shared_from_this()] {
       if (auto fn = std::move(self->on_finished_)) fn();
     });
@@ -219,7 +220,7 @@ void ClientSession::close(const bridge::CloseReason& why) {
   // 004 §Client Disconnect: `disconnected` on the presence topic before a clean disconnect
   // (Paho sends the publication before the DISCONNECT).
   if (conn_->connected())
-    conn_->publish(topics::client_presence(options_.client_id), kDisconnected);
+    conn_->publish(topics_.client_presence(options_.client_id), kDisconnected);
   // The completion keeps this session alive until the broker has seen it leave.
   conn_->disconnect(std::chrono::seconds(2), [self = shared_from_this()] {
     if (auto fn = std::move(self->on_finished_)) fn();

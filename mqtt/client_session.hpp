@@ -25,6 +25,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include "bridge/protocol/topics.hpp"
 #include "bridge/relay/channel.hpp"
 #include "mqtt/broker_connection.hpp"
 
@@ -73,6 +74,7 @@ class ClientSession : public bridge::Channel, public std::enable_shared_from_thi
 
   boost::asio::any_io_executor strand_;
   Options options_;
+  topics::Scheme topics_;  // under options_.broker.topic_prefix
   std::string prefix_;
   std::string rpc_topic_;
   std::string control_topic_;

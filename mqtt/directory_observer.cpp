@@ -14,7 +14,10 @@ std::shared_ptr<DirectoryObserver> DirectoryObserver::create(
 
 DirectoryObserver::DirectoryObserver(boost::asio::any_io_executor strand, Options options,
                                      std::shared_ptr<bridge::Directory> directory)
-    : strand_(std::move(strand)), options_(std::move(options)), directory_(std::move(directory)) {}
+    : strand_(std::move(strand)),
+      options_(std::move(options)),
+      topics_(options_.broker.topic_prefix),
+      directory_(std::move(directory)) {}
 
 void DirectoryObserver::start() {
   ConnectionOptions o;
@@ -53,10 +56,10 @@ void DirectoryObserver::start() {
 void DirectoryObserver::use_filters(const std::vector<std::string>& filters) {
   if (filters == subscribed_) return;
   for (const auto& f : subscribed_)
-    conn_->unsubscribe(topics::server_presence_filter(f));
+    conn_->unsubscribe(topics_.server_presence_filter(f));
   subscribed_ = filters;
   for (const auto& f : subscribed_)
-    conn_->subscribe(topics::server_presence_filter(f), false);
+    conn_->subscribe(topics_.server_presence_filter(f), false);
 }
 
 void DirectoryObserver::on_connected(const ConnackInfo& info) {
@@ -88,7 +91,7 @@ void DirectoryObserver::on_connected(const ConnackInfo& info) {
 }
 
 void DirectoryObserver::on_message(const Incoming& in) {
-  auto t = topics::parse(in.topic);
+  auto t = topics_.parse(in.topic);
   if (!t || t->kind != topics::Kind::server_presence) return;
   std::string why;
   const auto change = directory_->apply_presence(t->server_id, t->server_name, *in.payload, &why);

@@ -14,6 +14,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include "bridge/protocol/topics.hpp"
 #include "bridge/relay/directory.hpp"
 #include "common/log.hpp"
 #include "mqtt/broker_connection.hpp"
@@ -48,6 +49,7 @@ class DirectoryObserver : public std::enable_shared_from_this<DirectoryObserver>
 
   boost::asio::any_io_executor strand_;
   Options options_;
+  topics::Scheme topics_;  // under options_.broker.topic_prefix
   std::shared_ptr<bridge::Directory> directory_;
   std::shared_ptr<BrokerConnection> conn_;
   std::vector<std::string> subscribed_;

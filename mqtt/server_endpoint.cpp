@@ -129,6 +129,7 @@ ServerEndpoint::ServerEndpoint(boost::asio::any_io_executor strand, StrandFactor
     : strand_(std::move(strand)),
       session_strands_(std::move(session_strands)),
       options_(std::move(options)),
+      topics_(options_.broker.topic_prefix),
       handlers_(std::move(handlers)) {}
 
 std::uint64_t ServerEndpoint::reconnects() const {
@@ -146,7 +147,7 @@ void ServerEndpoint::open_connection() {
   o.role = Role::server;
   o.meta_json = options_.connect_meta_json;
   // 004 §Service Unregistration: an empty retained will clears presence if we vanish.
-  o.will = Will{topics::server_presence(options_.server_id, options_.server_name), "", true};
+  o.will = Will{topics_.server_presence(options_.server_id, options_.server_name), "", true};
   o.reconnect = true;
   std::weak_ptr<ServerEndpoint> weak = weak_from_this();
   BrokerConnection::Handlers h;
@@ -171,7 +172,7 @@ void ServerEndpoint::open_connection() {
     }
   };
   conn_ = BrokerConnection::create(strand_, std::move(o), std::move(h));
-  conn_->subscribe(topics::server_control(options_.server_id, options_.server_name), false);
+  conn_->subscribe(topics_.server_control(options_.server_id, options_.server_name), false);
   conn_->connect();
 }
 
@@ -211,8 +212,8 @@ void ServerEndpoint::on_connected(const ConnackInfo& info, bool reconnected) {
       if (!self->conn_->connected()) return;  // the connection's loss says why
       const std::string what =
           "cannot announce presence on " +
-          topics::server_presence(self->options_.server_id, self->options_.server_name) + ": " +
-          why;
+          self->topics_.server_presence(self->options_.server_id, self->options_.server_name) +
+          ": " + why;
       log::mqtt()->error("{} {}; clients cannot discover this server (check the broker's ACL)",
                          self->describe(), what);
       if (self->handlers_.on_broker) self->handlers_.on_broker(false, what);
@@ -239,13 +240,13 @@ void ServerEndpoint::publish_presence(Done done) {
       jsonrpc::quote(options_.server_name) + R"(,"description":)" +
       jsonrpc::quote(options_.description) + R"(,"meta":)" +
       (options_.meta_json.empty() ? "{}" : options_.meta_json) + "}}";
-  conn_->publish(topics::server_presence(options_.server_id, options_.server_name), payload,
+  conn_->publish(topics_.server_presence(options_.server_id, options_.server_name), payload,
                  /*retained=*/true, std::move(done));
 }
 
 void ServerEndpoint::on_message(const Incoming& in) {
   if (stopping_) return;
-  auto t = topics::parse(in.topic);
+  auto t = topics_.parse(in.topic);
   if (!t) return;
   switch (t->kind) {
     case topics::Kind::server_control:
@@ -325,9 +326,9 @@ void ServerEndpoint::on_control(const Incoming& in) {
   auto done = [weak, cid](bool ok, const std::string& why) {
     if (auto self = weak.lock()) self->on_subscribed(cid, ok, why);
   };
-  conn_->subscribe({{topics::rpc(cid, options_.server_id, options_.server_name), /*no_local=*/true},
-                    {topics::client_capability(cid), false},
-                    {topics::client_presence(cid), false}},
+  conn_->subscribe({{topics_.rpc(cid, options_.server_id, options_.server_name), /*no_local=*/true},
+                    {topics_.client_capability(cid), false},
+                    {topics_.client_presence(cid), false}},
                    done);
 }
 
@@ -433,8 +434,8 @@ void ServerEndpoint::send_from_link(const std::string& cid, const jsonrpc::Messa
   note(client->second, m, /*from_client=*/false);
   const std::string topic =
       is_capability_notification(m)
-          ? topics::server_capability(options_.server_id, options_.server_name)
-          : topics::rpc(cid, options_.server_id, options_.server_name);
+          ? topics_.server_capability(options_.server_id, options_.server_name)
+          : topics_.rpc(cid, options_.server_id, options_.server_name);
   Done done;
   if (m.is_response() || m.is_request()) {
     // What the broker would not take (larger than its Maximum Packet Size, refused by its ACL)
@@ -581,7 +582,7 @@ bool ServerEndpoint::evict_idle(const std::string& for_client, const std::string
 void ServerEndpoint::reply_error(const std::string& cid, const jsonrpc::Id& id, int code,
                                  const std::string& message) {
   auto err = jsonrpc::Message::error(id, code, message);
-  conn_->publish(topics::rpc(cid, options_.server_id, options_.server_name), err.shared_text());
+  conn_->publish(topics_.rpc(cid, options_.server_id, options_.server_name), err.shared_text());
 }
 
 void ServerEndpoint::end_client(const std::string& cid, bool send_disconnected,
@@ -590,10 +591,10 @@ void ServerEndpoint::end_client(const std::string& cid, bool send_disconnected,
   if (it == clients_.end()) return;
   auto link = it->second.link.lock();
   clients_.erase(it);
-  const auto rpc = topics::rpc(cid, options_.server_id, options_.server_name);
+  const auto rpc = topics_.rpc(cid, options_.server_id, options_.server_name);
   // 004 §Server Disconnect: de-initialize with `disconnected` on the RPC topic, then unsubscribe.
   if (send_disconnected) conn_->publish(rpc, kDisconnected);
-  conn_->unsubscribe({rpc, topics::client_capability(cid), topics::client_presence(cid)});
+  conn_->unsubscribe({rpc, topics_.client_capability(cid), topics_.client_presence(cid)});
   if (tell_link && link) {
     log::mqtt()->info("[server {} client {}] {}", options_.server_name, cid, tell_link->detail);
     boost::asio::post(link->executor(), [link, why = *tell_link] { link->peer_closed(why); });
@@ -632,7 +633,7 @@ void ServerEndpoint::stop(std::chrono::milliseconds timeout, std::function<void(
     if (!ec) finish();
   });
   if (conn_->connected()) {
-    conn_->publish(topics::server_presence(options_.server_id, options_.server_name),
+    conn_->publish(topics_.server_presence(options_.server_id, options_.server_name),
                    std::make_shared<const std::string>(), /*retained=*/true);
   }
   conn_->disconnect(timeout, finish);

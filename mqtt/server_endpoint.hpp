@@ -31,6 +31,7 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include "bridge/jsonrpc/jsonrpc.hpp"
+#include "bridge/protocol/topics.hpp"
 #include "bridge/relay/channel.hpp"
 #include "common/log.hpp"
 #include "mqtt/broker_connection.hpp"
@@ -184,6 +185,7 @@ class ServerEndpoint : public std::enable_shared_from_this<ServerEndpoint> {
   boost::asio::any_io_executor strand_;
   StrandFactory session_strands_;
   Options options_;
+  topics::Scheme topics_;  // under options_.broker.topic_prefix
   Handlers handlers_;
   std::shared_ptr<BrokerConnection> conn_;
   std::map<std::string, Client> clients_;

@@ -1,5 +1,6 @@
 #include "bridge/protocol/topics.hpp"
 
+#include <stdexcept>
 #include <vector>
 
 namespace mcpmqtt::topics {
@@ -7,13 +8,6 @@ namespace mcpmqtt::topics {
 namespace {
 
 constexpr std::size_t kMaxTopicBytes = 65535;  // MQTT 5.0 §1.5.4: UTF-8 string length
-
-constexpr std::string_view kServer = "$mcp-server/";
-constexpr std::string_view kServerCapability = "$mcp-server/capability/";
-constexpr std::string_view kServerPresence = "$mcp-server/presence/";
-constexpr std::string_view kClientPresence = "$mcp-client/presence/";
-constexpr std::string_view kClientCapability = "$mcp-client/capability/";
-constexpr std::string_view kRpc = "$mcp-rpc/";
 
 // MQTT strings must be well-formed UTF-8 without U+0000 (MQTT 5.0 §1.5.4): no overlong forms,
 // no UTF-16 surrogates, nothing above U+10FFFF (RFC 3629), or the broker refuses the topic.
@@ -143,26 +137,57 @@ std::string join(std::initializer_list<std::string_view> parts) {
 }
 }  // namespace
 
-std::string server_control(std::string_view sid, std::string_view name) {
-  return join({kServer, sid, name});
+std::string check_prefix(std::string_view prefix) {
+  if (prefix.empty()) return "must not be empty (004's own is \"$mcp-\")";
+  if (prefix.size() > 256) return "must be at most 256 bytes";
+  if (prefix.find_first_of("+#") != std::string_view::npos) return "must not contain '+' or '#'";
+  if (!valid_utf8_no_nul(prefix)) return "must be UTF-8 without NUL characters";
+  return {};
 }
-std::string server_capability(std::string_view sid, std::string_view name) {
-  return join({kServerCapability, sid, name});
+
+Scheme::Scheme(std::string_view prefix) : prefix_(prefix) {
+  if (auto why = check_prefix(prefix); !why.empty()) {
+    throw std::invalid_argument("topic prefix \"" + prefix_ + "\" " + why);
+  }
+  server_ = prefix_ + "server/";
+  server_capability_ = server_ + "capability/";
+  server_presence_ = server_ + "presence/";
+  client_presence_ = prefix_ + "client/presence/";
+  client_capability_ = prefix_ + "client/capability/";
+  rpc_ = prefix_ + "rpc/";
 }
-std::string server_presence(std::string_view sid, std::string_view name) {
-  return join({kServerPresence, sid, name});
+
+std::string Scheme::server_control(std::string_view sid, std::string_view name) const {
+  return join({server_, sid, name});
 }
-std::string server_presence_filter(std::string_view filter) {
-  return join({kServerPresence, "+", filter});
+std::string Scheme::server_capability(std::string_view sid, std::string_view name) const {
+  return join({server_capability_, sid, name});
 }
-std::string client_presence(std::string_view cid) {
-  return join({kClientPresence, cid});
+std::string Scheme::server_presence(std::string_view sid, std::string_view name) const {
+  return join({server_presence_, sid, name});
 }
-std::string client_capability(std::string_view cid) {
-  return join({kClientCapability, cid});
+std::string Scheme::server_presence_filter(std::string_view filter) const {
+  return join({server_presence_, "+", filter});
 }
-std::string rpc(std::string_view cid, std::string_view sid, std::string_view name) {
-  return join({kRpc, cid, sid, name});
+std::string Scheme::client_presence(std::string_view cid) const {
+  return join({client_presence_, cid});
+}
+std::string Scheme::client_capability(std::string_view cid) const {
+  return join({client_capability_, cid});
+}
+std::string Scheme::rpc(std::string_view cid, std::string_view sid, std::string_view name) const {
+  return join({rpc_, cid, sid, name});
+}
+std::string Scheme::bridge(std::string_view rest) const {
+  std::string out;
+  out.reserve(prefix_.size() + 7 + rest.size());
+  out.append(prefix_).append("bridge/").append(rest);
+  return out;
+}
+
+const Scheme& standard() {
+  static const Scheme scheme;
+  return scheme;
 }
 
 const char* to_string(Kind k) {
@@ -183,7 +208,7 @@ const char* to_string(Kind k) {
   return "?";
 }
 
-std::optional<Parsed> parse(std::string_view topic) {
+std::optional<Parsed> Scheme::parse(std::string_view topic) const {
   if (topic.size() > kMaxTopicBytes) return std::nullopt;
   auto id_then_name = [](std::string_view rest, Kind kind) -> std::optional<Parsed> {
     const auto slash = rest.find('/');
@@ -196,23 +221,23 @@ std::optional<Parsed> parse(std::string_view topic) {
     if (!is_valid_id(rest)) return std::nullopt;
     return Parsed{kind, {}, {}, std::string(rest)};
   };
-  if (topic.starts_with(kServerCapability)) {
-    return id_then_name(topic.substr(kServerCapability.size()), Kind::server_capability);
+  if (topic.starts_with(server_capability_)) {
+    return id_then_name(topic.substr(server_capability_.size()), Kind::server_capability);
   }
-  if (topic.starts_with(kServerPresence)) {
-    return id_then_name(topic.substr(kServerPresence.size()), Kind::server_presence);
+  if (topic.starts_with(server_presence_)) {
+    return id_then_name(topic.substr(server_presence_.size()), Kind::server_presence);
   }
-  if (topic.starts_with(kServer)) {
-    return id_then_name(topic.substr(kServer.size()), Kind::server_control);
+  if (topic.starts_with(server_)) {
+    return id_then_name(topic.substr(server_.size()), Kind::server_control);
   }
-  if (topic.starts_with(kClientPresence)) {
-    return single_id(topic.substr(kClientPresence.size()), Kind::client_presence);
+  if (topic.starts_with(client_presence_)) {
+    return single_id(topic.substr(client_presence_.size()), Kind::client_presence);
   }
-  if (topic.starts_with(kClientCapability)) {
-    return single_id(topic.substr(kClientCapability.size()), Kind::client_capability);
+  if (topic.starts_with(client_capability_)) {
+    return single_id(topic.substr(client_capability_.size()), Kind::client_capability);
   }
-  if (topic.starts_with(kRpc)) {
-    auto rest = topic.substr(kRpc.size());
+  if (topic.starts_with(rpc_)) {
+    auto rest = topic.substr(rpc_.size());
     const auto slash = rest.find('/');
     if (slash == std::string_view::npos) return std::nullopt;
     auto p = id_then_name(rest.substr(slash + 1), Kind::rpc);

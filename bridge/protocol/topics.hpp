@@ -1,18 +1,22 @@
-// The MCP over MQTT topic scheme as pure functions (004 §Message Topics).
+// The MCP over MQTT topic scheme (004 §Message Topics), under a prefix that is `$mcp-` as 004
+// defines it, or another one every participant on the broker shares (mqtt.topic_prefix: brokers
+// that refuse topics beginning with `$`, MQTT 5.0 §4.7.2, or a tenant's ACL namespace):
 //
-//   $mcp-server/{server-id}/{server-name}              control (initialize)
-//   $mcp-server/capability/{server-id}/{server-name}   server list_changed, resources/updated
-//   $mcp-server/presence/{server-id}/{server-name}     retained online / empty = offline
-//   $mcp-client/presence/{mcp-client-id}               client disconnected (will)
-//   $mcp-client/capability/{mcp-client-id}             client list_changed
-//   $mcp-rpc/{mcp-client-id}/{server-id}/{server-name} everything after initialize
+//   {prefix}server/{server-id}/{server-name}              control (initialize)
+//   {prefix}server/capability/{server-id}/{server-name}   server list_changed, resources/updated
+//   {prefix}server/presence/{server-id}/{server-name}     retained online / empty = offline
+//   {prefix}client/presence/{mcp-client-id}               client disconnected (will)
+//   {prefix}client/capability/{mcp-client-id}             client list_changed
+//   {prefix}rpc/{mcp-client-id}/{server-id}/{server-name} everything after initialize
+//   {prefix}bridge/…                                      the bridge's own (replicas), no MCP
+//                                                         participant reads it
 //
 // Ids never contain '/', '+' or '#'; server-names are '/'-separated levels without '+' or '#'.
 // The control topic shares its prefix with the capability and presence topics, so a server-id
 // of "capability" or "presence" would be ambiguous: parse() reads those two forms first, and
 // is_valid_id() rejects both words as server-ids.
 //
-// Thread-safe (no state).
+// Thread-safe (Scheme is immutable once made).
 #pragma once
 
 #include <optional>
@@ -44,15 +48,12 @@ inline bool is_valid_server_name_filter(std::string_view f) {
 // parent level and any number of levels below it.
 bool filter_matches(std::string_view filter, std::string_view name);
 
-std::string server_control(std::string_view server_id, std::string_view server_name);
-std::string server_capability(std::string_view server_id, std::string_view server_name);
-std::string server_presence(std::string_view server_id, std::string_view server_name);
-// $mcp-server/presence/+/{server-name-filter}: what a client subscribes to for discovery.
-std::string server_presence_filter(std::string_view server_name_filter);
-std::string client_presence(std::string_view client_id);
-std::string client_capability(std::string_view client_id);
-std::string rpc(std::string_view client_id, std::string_view server_id,
-                std::string_view server_name);
+// The prefix of 004 §Message Topics.
+inline constexpr std::string_view kDefaultPrefix = "$mcp-";
+
+// Why a topic prefix is not valid, or empty when it is: topic characters (UTF-8 without NUL,
+// no '+' or '#'), at most 256 bytes, not empty.
+std::string check_prefix(std::string_view prefix);
 
 enum class Kind {
   server_control,
@@ -71,7 +72,41 @@ struct Parsed {
   std::string client_id;    // client_* kinds and rpc
 };
 
-// Reads a topic of the scheme; nullopt for any other topic or an invalid id or name in it.
-std::optional<Parsed> parse(std::string_view topic);
+// The six topic families under one prefix. Throws std::invalid_argument for a prefix
+// check_prefix refuses (the configuration has checked it before).
+class Scheme {
+ public:
+  explicit Scheme(std::string_view prefix = kDefaultPrefix);
+
+  const std::string& prefix() const { return prefix_; }
+
+  std::string server_control(std::string_view server_id, std::string_view server_name) const;
+  std::string server_capability(std::string_view server_id, std::string_view server_name) const;
+  std::string server_presence(std::string_view server_id, std::string_view server_name) const;
+  // {prefix}server/presence/+/{server-name-filter}: what a client subscribes to for discovery.
+  std::string server_presence_filter(std::string_view server_name_filter) const;
+  std::string client_presence(std::string_view client_id) const;
+  std::string client_capability(std::string_view client_id) const;
+  std::string rpc(std::string_view client_id, std::string_view server_id,
+                  std::string_view server_name) const;
+  // {prefix}bridge/{rest}: the bridge's own family (replica presence and relays).
+  std::string bridge(std::string_view rest) const;
+
+  // Reads a topic of the scheme; nullopt for any other topic (another prefix's too) or an
+  // invalid id or name in it.
+  std::optional<Parsed> parse(std::string_view topic) const;
+
+ private:
+  std::string prefix_;
+  std::string server_;             // {prefix}server/
+  std::string server_capability_;  // {prefix}server/capability/
+  std::string server_presence_;    // {prefix}server/presence/
+  std::string client_presence_;    // {prefix}client/presence/
+  std::string client_capability_;  // {prefix}client/capability/
+  std::string rpc_;                // {prefix}rpc/
+};
+
+// The scheme under kDefaultPrefix.
+const Scheme& standard();
 
 }  // namespace mcpmqtt::topics

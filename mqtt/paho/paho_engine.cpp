@@ -497,6 +497,9 @@ void PahoEngine::connect(const EngineConnect& params, ConnectDone done) {
                          params.connect_timeout + std::chrono::milliseconds(999)))
                      .max_inflight(65535)
                      .properties(client.connect_properties);
+  // The broker of this attempt: the client was made for the first one it tried, and with
+  // mqtt.url a list each attempt may go to another (Paho C's serverURIs, one per attempt).
+  builder.servers(::mqtt::string_collection::create({paho::server_uri(params)}));
   if (params.will) {
     const auto& w = *params.will;
     builder.will(::mqtt::will_options(w.topic, w.payload.data(), w.payload.size(), w.qos, w.retain,

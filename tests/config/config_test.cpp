@@ -201,7 +201,15 @@ TEST_CASE("wrong types and values name the key, the expectation and what was fou
   };
   const Case cases[] = {
       {R"({"mqtt": 5})", "mqtt", "expected an object, found an integer"},
-      {R"({"mqtt": {"url": 5}})", "mqtt.url", "expected a string, found an integer"},
+      {R"({"mqtt": {"url": 5}})", "mqtt.url",
+       "expected a string or an array of strings, found an integer"},
+      {R"({"mqtt": {"url": []}})", "mqtt.url", "must not be empty"},
+      {R"({"mqtt": {"url": ["mqtt://a", 5]}})", "mqtt.url",
+       "expected broker urls (strings without commas), found an integer"},
+      {R"({"mqtt": {"url": ["mqtt://a", "http://b"]}})", "mqtt.url",
+       R"(expected mqtt://HOST[:PORT], mqtts://HOST[:PORT], ws://HOST[:PORT][/PATH] or wss://HOST[:PORT][/PATH], found "http://b")"},
+      {R"({"mqtt": {"url": "mqtt://a,,mqtt://b"}})", "mqtt.url",
+       R"(an empty entry in the list "mqtt://a,,mqtt://b" (urls are separated by single commas))"},
       {R"({"mqtt": {"url": ""}})", "mqtt.url", "must not be empty"},
       {R"({"mqtt": {"url": "http://x"}})", "mqtt.url",
        R"(expected mqtt://HOST[:PORT], mqtts://HOST[:PORT], ws://HOST[:PORT][/PATH] or wss://HOST[:PORT][/PATH], found "http://x")"},
@@ -226,6 +234,9 @@ TEST_CASE("wrong types and values name the key, the expectation and what was fou
       {R"({"mqtt": {"qos": 2}})", "mqtt.qos", "expected an integer from 0 to 1, found 2"},
       {R"({"mqtt": {"client_id_prefix": "a/b"}})", "mqtt.client_id_prefix",
        "is part of MQTT client ids and must not contain '/', '+' or '#'"},
+      {R"({"mqtt": {"topic_prefix": "mcp/+/"}})", "mqtt.topic_prefix",
+       "begins every MCP topic and must not contain '+' or '#'"},
+      {R"({"mqtt": {"topic_prefix": ""}})", "mqtt.topic_prefix", "must not be empty"},
       {R"({"mqtt": {"reconnect_min_ms": 5000, "reconnect_max_ms": 1000}})", "mqtt.reconnect_min_ms",
        "must not exceed mqtt.reconnect_max_ms"},
       {R"({"mqtt": {"tls": {"ca_file": "/x"}}})", "mqtt.tls",
@@ -566,12 +577,43 @@ TEST_CASE(
   CHECK(c.summary().find("s3cret") == std::string::npos);
 }
 
+TEST_CASE("mqtt.url: a list of brokers, tried in order (failover)", "[config]") {
+  auto c = good(R"({"mqtt": {"url": ["mqtt://a:1884", "mqtts://b", "ws://[::1]:9001/m"],
+                             "tls": {"verify": false}}})");
+  CHECK(c.mqtt.url == "mqtt://a:1884,mqtts://b,ws://[::1]:9001/m");
+  CHECK(c.mqtt.host == "a");
+  CHECK(c.mqtt.port == 1884);
+  CHECK_FALSE(c.mqtt.tls.enabled);
+  REQUIRE(c.mqtt.fallbacks.size() == 2);
+  CHECK(c.mqtt.fallbacks[0] == BrokerAddress{"b", 8883, true, false, "/mqtt"});
+  CHECK(c.mqtt.fallbacks[1] == BrokerAddress{"::1", 9001, false, true, "/m"});
+
+  // The environment and --broker give the same list separated by commas.
+  EnvGuard env(
+      std::map<std::string, std::string>{{"MCPMQTT_BROKER", "mqtt://e1:1000, mqtt://e2:2000"}});
+  auto r = load("{}");
+  REQUIRE(r.ok());
+  CHECK(r.config->mqtt.host == "e1");
+  REQUIRE(r.config->mqtt.fallbacks.size() == 1);
+  CHECK(r.config->mqtt.fallbacks[0].host == "e2");
+  CHECK(r.config->mqtt.fallbacks[0].port == 2000);
+  Overrides o;
+  o.broker_url = "mqtt://f1";
+  apply_overrides(r, o);
+  REQUIRE(r.ok());
+  CHECK(r.config->mqtt.host == "f1");
+  CHECK(r.config->mqtt.fallbacks.empty());
+}
+
 TEST_CASE("environment overrides the file, flags override the environment", "[config]") {
   EnvGuard env(std::map<std::string, std::string>{{"MCPMQTT_BROKER", "mqtt://env-broker:1000"},
                                                   {"MCPMQTT_HTTP_LISTEN", "127.0.0.1:9001"},
+                                                  {"MCPMQTT_TOPIC_PREFIX", "env/mcp-"},
                                                   {"MCPMQTT_LOG_LEVEL", "warn"}});
-  auto r = load(R"({"mqtt": {"url": "mqtt://file-broker"}, "log": {"level": "debug"}})");
+  auto r = load(R"({"mqtt": {"url": "mqtt://file-broker", "topic_prefix": "file-"},
+                    "log": {"level": "debug"}})");
   REQUIRE(r.ok());
+  CHECK(r.config->mqtt.topic_prefix == "env/mcp-");
   CHECK(r.config->mqtt.host == "env-broker");
   CHECK(r.config->mqtt.port == 1000);
   CHECK(r.config->http.listen_port == 9001);
@@ -580,8 +622,10 @@ TEST_CASE("environment overrides the file, flags override the environment", "[co
   Overrides o;
   o.broker_url = "mqtts://flag-broker:2000";
   o.log_level = "error";
+  o.topic_prefix = "mcp-";
   apply_overrides(r, o);
   REQUIRE(r.ok());
+  CHECK(r.config->mqtt.topic_prefix == "mcp-");
   CHECK(r.config->mqtt.host == "flag-broker");
   CHECK(r.config->mqtt.port == 2000);
   CHECK(r.config->mqtt.tls.enabled);
@@ -593,6 +637,13 @@ TEST_CASE("environment overrides the file, flags override the environment", "[co
   REQUIRE_FALSE(r.ok());
   REQUIRE(r.problems.size() == 1);
   CHECK(r.problems[0].path == "--broker");
+
+  auto r2 = load("{}");
+  Overrides bad_prefix;
+  bad_prefix.topic_prefix = "a/#";
+  apply_overrides(r2, bad_prefix);
+  REQUIRE_FALSE(r2.ok());
+  CHECK(r2.problems[0].path == "--topic-prefix");
 }
 
 TEST_CASE("summary says what the configuration will do", "[config]") {

@@ -19,9 +19,10 @@ TEST_CASE("no arguments run the daemon with defaults", "[cli]") {
 
 TEST_CASE("options with separate and inline values", "[cli]") {
   auto r = p({"--config", "/etc/b.jsonc", "--broker=mqtt://h:1", "--listen", "0.0.0.0:9",
-              "--log-level", "debug"});
+              "--log-level", "debug", "--topic-prefix", "mcp-"});
   REQUIRE(r.command_line);
   const auto& cl = *r.command_line;
+  CHECK(cl.overrides.topic_prefix == "mcp-");
   CHECK(cl.config_file == "/etc/b.jsonc");
   CHECK(cl.overrides.broker_url == "mqtt://h:1");
   CHECK(cl.overrides.http_listen == "0.0.0.0:9");
@@ -47,8 +48,8 @@ TEST_CASE("bad usage says what was wrong", "[cli]") {
 
 TEST_CASE("cli: --help lists every option", "[cli]") {
   const auto u = usage();
-  for (const char* opt : {"--config", "--check-config", "--broker", "--listen", "--log-level",
-                          "--help", "--version"}) {
+  for (const char* opt : {"--config", "--check-config", "--broker", "--topic-prefix", "--listen",
+                          "--log-level", "--help", "--version"}) {
     INFO(opt);
     CHECK(u.find(opt) != std::string::npos);
   }

@@ -62,8 +62,8 @@ struct RbacSession {
     session->send(initialize_body(1));
     auto init = published("\"method\":\"initialize\"");
     REQUIRE(init);
-    CHECK(init->topic == topics::server_control(kTruckId, kTruck));
-    rpc_topic = topics::rpc(init->client_id, kTruckId, kTruck);
+    CHECK(init->topic == topics::standard().server_control(kTruckId, kTruck));
+    rpc_topic = topics::standard().rpc(init->client_id, kTruckId, kTruck);
     answer(R"({"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":)"
            R"({"tools":{},"resources":{}},"serverInfo":{"name":"truck","version":"1"}}})");
     auto result = session->next();

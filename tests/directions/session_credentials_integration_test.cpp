@@ -75,18 +75,18 @@ struct AclServer {
           o.password = "srv-pw";
           return o;
         }()) {
-    mqtt.subscribe(topics::server_control(server_id, name));
+    mqtt.subscribe(topics::standard().server_control(server_id, name));
   }
   // Answers the next initialize (within `timeout`) on the RPC topic of the client that sent it;
   // false when none came.
   bool answer_initialize(std::chrono::milliseconds timeout) {
-    auto init = mqtt.wait_on(topics::server_control(server_id, name), timeout);
+    auto init = mqtt.wait_on(topics::standard().server_control(server_id, name), timeout);
     if (!init) return false;
     const auto cid = init->property("MCP-MQTT-CLIENT-ID");
     rapidjson::Document d;
     d.Parse(init->payload.c_str());
     if (!cid || d.HasParseError() || !d.HasMember("id")) return false;
-    mqtt.publish(topics::rpc(*cid, server_id, name),
+    mqtt.publish(topics::standard().rpc(*cid, server_id, name),
                  R"({"jsonrpc":"2.0","id":)" + std::to_string(d["id"].GetInt()) +
                      R"(,"result":{"protocolVersion":"2025-11-25","capabilities":{},)"
                      R"("serverInfo":{"name":"acl-server","version":"1"}}})");
@@ -138,7 +138,8 @@ TEST_CASE(
   CHECK(refused->find("users/bob/notes") != std::string::npos);
   CHECK(refused->find("Not authorized (0x87)") != std::string::npos);
   // Nothing of hers reached bob's server.
-  CHECK_FALSE(bobs.mqtt.wait_on(topics::server_control(bobs.server_id, bobs.name), 500ms));
+  CHECK_FALSE(
+      bobs.mqtt.wait_on(topics::standard().server_control(bobs.server_id, bobs.name), 500ms));
 
   // A wrong token: the broker refuses the connection, and the error says whose credentials.
   auto forged = driver.open(alices.name, unrestricted("alice", "not-her-token"));

@@ -77,28 +77,28 @@ bool ref_matches(const std::vector<std::string_view>& f, std::size_t i,
 }
 
 void check_parsed(std::string_view topic) {
-  const auto p = topics::parse(topic);
+  const auto p = topics::standard().parse(topic);
   if (!p) return;
   check(codec::valid_topic_name(topic), "parse() read a topic MQTT does not allow");
   std::string rebuilt;
   switch (p->kind) {
     case topics::Kind::server_control:
-      rebuilt = topics::server_control(p->server_id, p->server_name);
+      rebuilt = topics::standard().server_control(p->server_id, p->server_name);
       break;
     case topics::Kind::server_capability:
-      rebuilt = topics::server_capability(p->server_id, p->server_name);
+      rebuilt = topics::standard().server_capability(p->server_id, p->server_name);
       break;
     case topics::Kind::server_presence:
-      rebuilt = topics::server_presence(p->server_id, p->server_name);
+      rebuilt = topics::standard().server_presence(p->server_id, p->server_name);
       break;
     case topics::Kind::client_presence:
-      rebuilt = topics::client_presence(p->client_id);
+      rebuilt = topics::standard().client_presence(p->client_id);
       break;
     case topics::Kind::client_capability:
-      rebuilt = topics::client_capability(p->client_id);
+      rebuilt = topics::standard().client_capability(p->client_id);
       break;
     case topics::Kind::rpc:
-      rebuilt = topics::rpc(p->client_id, p->server_id, p->server_name);
+      rebuilt = topics::standard().rpc(p->client_id, p->server_id, p->server_name);
       break;
   }
   check(rebuilt == topic, "a parsed topic is built back differently");
@@ -148,21 +148,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const bool cid_ok = topics::is_valid_id(c);
   auto expect = [](const std::string& topic, topics::Kind kind, std::string_view sid,
                    std::string_view name, std::string_view cid) {
-    const auto p = topics::parse(topic);
+    const auto p = topics::standard().parse(topic);
     check(p.has_value(), "a topic built from valid parts does not parse");
     check(p->kind == kind && p->server_id == sid && p->server_name == name && p->client_id == cid,
           "a topic built from valid parts reads back differently");
     check(codec::valid_topic_name(topic), "a built topic is no valid MQTT topic");
   };
   if (sid_ok && name_ok) {
-    expect(topics::server_control(a, b), topics::Kind::server_control, a, b, {});
-    expect(topics::server_capability(a, b), topics::Kind::server_capability, a, b, {});
-    expect(topics::server_presence(a, b), topics::Kind::server_presence, a, b, {});
-    if (cid_ok) expect(topics::rpc(c, a, b), topics::Kind::rpc, a, b, c);
+    expect(topics::standard().server_control(a, b), topics::Kind::server_control, a, b, {});
+    expect(topics::standard().server_capability(a, b), topics::Kind::server_capability, a, b, {});
+    expect(topics::standard().server_presence(a, b), topics::Kind::server_presence, a, b, {});
+    if (cid_ok) expect(topics::standard().rpc(c, a, b), topics::Kind::rpc, a, b, c);
   }
   if (cid_ok) {
-    expect(topics::client_presence(c), topics::Kind::client_presence, {}, {}, c);
-    expect(topics::client_capability(c), topics::Kind::client_capability, {}, {}, c);
+    expect(topics::standard().client_presence(c), topics::Kind::client_presence, {}, {}, c);
+    expect(topics::standard().client_capability(c), topics::Kind::client_capability, {}, {}, c);
   }
 
   // Filters: a against b as a filter and a name, and the presence filter built from it.
@@ -174,12 +174,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       check(topics::filter_matches(a, b) == (a == b), "a filter without wildcards");
     // The presence filter is a valid MQTT filter under $mcp-server/presence/+/ and matches the
     // presence topic of every server-name the filter matches.
-    const auto presence = topics::server_presence_filter(a);
+    const auto presence = topics::standard().server_presence_filter(a);
     check(presence.starts_with("$mcp-server/presence/+/") &&
               presence.substr(std::string_view("$mcp-server/presence/+/").size()) == a,
           "server_presence_filter");
     if (name_ok && topics::filter_matches(a, b)) {
-      const auto topic = topics::server_presence("sid", b);
+      const auto topic = topics::standard().server_presence("sid", b);
       check(ref_matches(levels(presence), 0, levels(topic), 0),
             "a presence topic outside the presence filter of a matching filter");
     }

@@ -145,11 +145,11 @@ TEST_CASE(
   REQUIRE(broker.inject(
       0,
       publish_packet(
-          topics::server_control(sid, name),
+          topics::standard().server_control(sid, name),
           R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})",
           cid)));
   for (int id = 2; id <= 7; ++id)
-    REQUIRE(broker.inject(0, publish_packet(topics::rpc(cid, sid, name),
+    REQUIRE(broker.inject(0, publish_packet(topics::standard().rpc(cid, sid, name),
                                             R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
                                                 R"(,"method":"tools/list"})",
                                             cid)));
@@ -159,7 +159,7 @@ TEST_CASE(
   for (std::size_t n = 1; refused.size() < 3; ++n) {
     auto p = broker.publish(n, 10s);
     REQUIRE(p);
-    if (p->topic == topics::rpc(cid, sid, name)) refused.push_back(p->payload);
+    if (p->topic == topics::standard().rpc(cid, sid, name)) refused.push_back(p->payload);
   }
   for (int i = 0; i < 3; ++i) {
     INFO(refused[i]);

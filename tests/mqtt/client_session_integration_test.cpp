@@ -45,13 +45,15 @@ struct FakeServer {
   FakeServer(const std::string& url, std::string sid)
       : mqtt(url, Observer::Options::with_id(sid)), server_id(std::move(sid)) {
     mqtt.publish(
-        topics::server_presence(server_id, kName),
+        topics::standard().server_presence(server_id, kName),
         R"({"jsonrpc":"2.0","method":"notifications/server/online","params":{"server_name":")" +
             kName + R"(","description":"fake"}})",
         true);
-    mqtt.subscribe(topics::server_control(server_id, kName));
+    mqtt.subscribe(topics::standard().server_control(server_id, kName));
   }
-  std::string rpc(const std::string& cid) const { return topics::rpc(cid, server_id, kName); }
+  std::string rpc(const std::string& cid) const {
+    return topics::standard().rpc(cid, server_id, kName);
+  }
 };
 
 struct Fixture {
@@ -104,14 +106,14 @@ TEST_CASE(
     "[mqtt][client]") {
   Fixture f;
   f.send(kInit);
-  auto init = f.server.mqtt.wait_on(topics::server_control(f.server.server_id, kName));
+  auto init = f.server.mqtt.wait_on(topics::standard().server_control(f.server.server_id, kName));
   REQUIRE(init);
   CHECK(init->payload == kInit);
   CHECK(init->property("MCP-COMPONENT-TYPE") == "mcp-client");
   CHECK(init->property("MCP-MQTT-CLIENT-ID") == f.cid());
   // At the moment initialize arrived, the client was already subscribed to its RPC topic and
   // the server's capability topic: messages published now reach it.
-  f.server.mqtt.publish(topics::server_capability(f.server.server_id, kName),
+  f.server.mqtt.publish(topics::standard().server_capability(f.server.server_id, kName),
                         R"({"jsonrpc":"2.0","method":"notifications/tools/list_changed"})");
   f.server.mqtt.publish(
       f.server.rpc(f.cid()),
@@ -142,8 +144,8 @@ TEST_CASE("004 §Server Disconnect: an empty presence for the instance ends the 
           "[mqtt][client]") {
   Fixture f;
   f.send(kInit);
-  REQUIRE(f.server.mqtt.wait_on(topics::server_control(f.server.server_id, kName)));
-  f.server.mqtt.publish(topics::server_presence(f.server.server_id, kName), "", true);
+  REQUIRE(f.server.mqtt.wait_on(topics::standard().server_control(f.server.server_id, kName)));
+  f.server.mqtt.publish(topics::standard().server_presence(f.server.server_id, kName), "", true);
   auto closed = f.events.closes.pop();
   REQUIRE(closed);
   CHECK(*closed ==
@@ -154,9 +156,9 @@ TEST_CASE("004 §Server Disconnect: disconnected on the RPC topic ends the sessi
           "[mqtt][client]") {
   Fixture f;
   f.send(kInit);
-  REQUIRE(f.server.mqtt.wait_on(topics::server_control(f.server.server_id, kName)));
+  REQUIRE(f.server.mqtt.wait_on(topics::standard().server_control(f.server.server_id, kName)));
   Observer watcher(f.broker.url());
-  watcher.subscribe(topics::client_presence(f.cid()));
+  watcher.subscribe(topics::standard().client_presence(f.cid()));
   f.server.mqtt.publish(f.server.rpc(f.cid()),
                         R"({"jsonrpc":"2.0","method":"notifications/disconnected"})");
   auto closed = f.events.closes.pop();
@@ -172,9 +174,9 @@ TEST_CASE("004 §Client Disconnect: close sends disconnected on the presence top
           "[mqtt][client]") {
   Fixture f;
   f.send(kInit);
-  REQUIRE(f.server.mqtt.wait_on(topics::server_control(f.server.server_id, kName)));
+  REQUIRE(f.server.mqtt.wait_on(topics::standard().server_control(f.server.server_id, kName)));
   Observer watcher(f.broker.url());
-  watcher.subscribe(topics::client_presence(f.cid()));
+  watcher.subscribe(topics::standard().client_presence(f.cid()));
   f.io.run(f.strand, [&] {
     f.session->close({bridge::CloseReason::Kind::normal, "client sent DELETE"});
   });
@@ -190,7 +192,7 @@ TEST_CASE("004 §Client Disconnect: the will announces a client session whose pr
   Mosquitto broker;
   const std::string cid = random_id("victim");
   Observer watcher(broker.url());
-  watcher.subscribe(topics::client_presence(cid));
+  watcher.subscribe(topics::standard().client_presence(cid));
   auto runner = Process::start(
       Process::piped({MCPMQTT_ROLE_RUNNER, "client", broker.url(), cid, "sid-1", kName}));
   REQUIRE(runner->read_line(10s) == "ready");
@@ -229,7 +231,7 @@ TEST_CASE(
   });
   auto a = server.mqtt.next();
   REQUIRE(a);
-  CHECK(a->topic == topics::server_control(server.server_id, kName));
+  CHECK(a->topic == topics::standard().server_control(server.server_id, kName));
   // 004 §Initialization: the server subscribes the RPC topic when initialize reaches it, so the
   // rest waits for the initialize response.
   CHECK_FALSE(server.mqtt.next(500ms));

@@ -42,8 +42,8 @@ TEST_CASE(
   auto directory = std::make_shared<bridge::Directory>();
   Observer servers(broker.url());
   // One instance is online before the bridge starts (retained), another comes later (live).
-  servers.publish(topics::server_presence("sid-a", "demo/echo"), online("demo/echo", "first"),
-                  true);
+  servers.publish(topics::standard().server_presence("sid-a", "demo/echo"),
+                  online("demo/echo", "first"), true);
 
   mq::DirectoryObserver::Options o;
   o.broker = broker_config(broker.url());
@@ -59,11 +59,11 @@ TEST_CASE(
   CHECK(inst[0].description == "first");
   CHECK(inst[0].meta_json == R"({"k":1})");
 
-  servers.publish(topics::server_presence("sid-b", "demo/echo"), online("demo/echo", "second"),
-                  true);
+  servers.publish(topics::standard().server_presence("sid-b", "demo/echo"),
+                  online("demo/echo", "second"), true);
   // Outside the filter: never listed.
-  servers.publish(topics::server_presence("sid-c", "other/thing"), online("other/thing", "x"),
-                  true);
+  servers.publish(topics::standard().server_presence("sid-c", "other/thing"),
+                  online("other/thing", "x"), true);
   REQUIRE(eventually([&] { return directory->instances("demo/echo").size() == 2; }));
   CHECK_FALSE(directory->online("other/thing"));
 
@@ -75,17 +75,18 @@ TEST_CASE(
   CHECK(p1->server_id != p2->server_id);
 
   // Empty presence removes an instance; the name stays online while the other one is.
-  servers.publish(topics::server_presence("sid-a", "demo/echo"), "", true);
+  servers.publish(topics::standard().server_presence("sid-a", "demo/echo"), "", true);
   REQUIRE(eventually([&] { return !directory->has_instance("demo/echo", "sid-a"); }));
   CHECK(directory->online("demo/echo"));
-  servers.publish(topics::server_presence("sid-b", "demo/echo"), "", true);
+  servers.publish(topics::standard().server_presence("sid-b", "demo/echo"), "", true);
   REQUIRE(eventually([&] { return !directory->online("demo/echo"); }));
   CHECK_FALSE(directory->pick("demo/echo", bridge::Directory::Pick::random));
 
   // A watcher learns when a server-name comes online.
   Inbox<int> came;
   directory->watch("demo/echo", [&] { came.push(1); });
-  servers.publish(topics::server_presence("sid-d", "demo/echo"), online("demo/echo", "back"), true);
+  servers.publish(topics::standard().server_presence("sid-d", "demo/echo"),
+                  online("demo/echo", "back"), true);
   CHECK(came.pop());
 
   // The listing, for GET /servers.
@@ -114,14 +115,14 @@ TEST_CASE("the directory empties while the broker is away and is rebuilt from re
   io.run(strand, [&] { observer->start(); });
   {
     Observer servers(broker.url());
-    servers.publish(topics::server_presence("sid-a", "x/y"), online("x/y", "a"), true);
+    servers.publish(topics::standard().server_presence("sid-a", "x/y"), online("x/y", "a"), true);
   }
   REQUIRE(eventually([&] { return directory->online("x/y"); }));
   broker.restart();  // forgets retained messages (no persistence)
   REQUIRE(eventually([&] { return !directory->online("x/y"); }));
   {
     Observer servers(broker.url());
-    servers.publish(topics::server_presence("sid-b", "x/y"), online("x/y", "b"), true);
+    servers.publish(topics::standard().server_presence("sid-b", "x/y"), online("x/y", "b"), true);
   }
   REQUIRE(eventually([&] { return directory->has_instance("x/y", "sid-b"); }));
   CHECK_FALSE(directory->has_instance("x/y", "sid-a"));

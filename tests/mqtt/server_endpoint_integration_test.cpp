@@ -113,7 +113,7 @@ struct Fixture {
     io.run(strand, [&] { endpoint->start(); });
     // Online once the retained presence is there.
     Observer probe(broker.url());
-    probe.subscribe(topics::server_presence(server_id, kName));
+    probe.subscribe(topics::standard().server_presence(server_id, kName));
     REQUIRE(probe.next(10s));
   }
   ~Fixture() {
@@ -122,14 +122,16 @@ struct Fixture {
     stopped.get_future().wait_for(5s);
   }
 
-  std::string rpc_topic(const std::string& cid) const { return topics::rpc(cid, server_id, kName); }
+  std::string rpc_topic(const std::string& cid) const {
+    return topics::standard().rpc(cid, server_id, kName);
+  }
 
   // An MCP client on MQTT (an independent Paho client): subscribes its RPC topic, sends
   // initialize to the control topic with the user properties, returns the response.
   std::optional<Received> initialize(Observer& client, int id = 1) {
     client.subscribe(rpc_topic(client.client_id()), /*no_local=*/true);
     client.publish(
-        topics::server_control(server_id, kName), initialize_request(id), false, 1,
+        topics::standard().server_control(server_id, kName), initialize_request(id), false, 1,
         {{"MCP-COMPONENT-TYPE", "mcp-client"}, {"MCP-MQTT-CLIENT-ID", client.client_id()}});
     return client.wait_on(rpc_topic(client.client_id()));
   }
@@ -169,7 +171,7 @@ TEST_CASE("004 §Service Registration: retained online presence with its fields 
   Fixture f;
   Observer o(f.broker.url());
   o.subscribe("$mcp-server/presence/+/#");
-  auto p = o.wait_on(topics::server_presence(f.server_id, kName));
+  auto p = o.wait_on(topics::standard().server_presence(f.server_id, kName));
   REQUIRE(p);
   CHECK(p->retained);
   CHECK(p->property("MCP-COMPONENT-TYPE") == "mcp-server");
@@ -209,8 +211,8 @@ TEST_CASE(
            l.find("'" + rpc + "'") != std::string::npos;
   });
   REQUIRE(response < lines.size());
-  for (const auto& topic : {rpc, topics::client_capability(client.client_id()),
-                            topics::client_presence(client.client_id())}) {
+  for (const auto& topic : {rpc, topics::standard().client_capability(client.client_id()),
+                            topics::standard().client_presence(client.client_id())}) {
     INFO(topic);
     // Mosquitto logs "<client-id> <qos> <topic>" for each subscription it adds.
     const auto subscribed = first_line(lines, [&](const std::string& l) {
@@ -251,7 +253,7 @@ TEST_CASE(
     "[mqtt][server]") {
   Fixture f;
   Observer client(f.broker.url());
-  client.subscribe(topics::server_capability(f.server_id, kName));
+  client.subscribe(topics::standard().server_capability(f.server_id, kName));
   REQUIRE(f.initialize(client));
   f.owner.events.pop();
   auto link = f.owner.link(client.client_id());
@@ -264,7 +266,7 @@ TEST_CASE(
   });
   auto got = client.drain(1s);
   REQUIRE(got.size() == 3);
-  const auto cap = topics::server_capability(f.server_id, kName);
+  const auto cap = topics::standard().server_capability(f.server_id, kName);
   CHECK(got[0].topic == cap);
   CHECK(got[0].payload.find("tools/list_changed") != std::string::npos);
   CHECK(got[1].topic == cap);
@@ -279,7 +281,7 @@ TEST_CASE("a client's disconnected notification on its presence topic ends its s
   Observer client(f.broker.url());
   REQUIRE(f.initialize(client));
   f.owner.events.pop();
-  client.publish(topics::client_presence(client.client_id()),
+  client.publish(topics::standard().client_presence(client.client_id()),
                  R"({"jsonrpc":"2.0","method":"notifications/disconnected"})");
   auto closed = f.owner.events.pop();
   REQUIRE(closed);
@@ -304,8 +306,8 @@ TEST_CASE(
   // The runner's session never initialized with our endpoint, so pair it by hand: an
   // initialize sent on its behalf makes the endpoint watch its presence topic.
   Observer proxy(f.broker.url());
-  proxy.publish(topics::server_control(f.server_id, kName), initialize_request(), false, 1,
-                {{"MCP-MQTT-CLIENT-ID", cid}});
+  proxy.publish(topics::standard().server_control(f.server_id, kName), initialize_request(), false,
+                1, {{"MCP-MQTT-CLIENT-ID", cid}});
   auto init = f.owner.events.pop();
   REQUIRE(init);
   REQUIRE(init->client_id == cid);
@@ -349,7 +351,7 @@ TEST_CASE("004 §Server Disconnect: the owner ending a session sends disconnecte
 TEST_CASE("bad initializes get clear errors on the client RPC topic and the endpoint keeps serving",
           "[mqtt][server]") {
   Fixture f(/*max_sessions=*/1);
-  const auto control = topics::server_control(f.server_id, kName);
+  const auto control = topics::standard().server_control(f.server_id, kName);
 
   Observer bad(f.broker.url());
   bad.subscribe(f.rpc_topic(bad.client_id()), true);
@@ -413,7 +415,7 @@ TEST_CASE("004 §Service Unregistration: stop tells clients, clears the retained
   REQUIRE(f.initialize(client));
   f.owner.events.pop();
   Observer watcher(f.broker.url());
-  watcher.subscribe(topics::server_presence(f.server_id, kName));
+  watcher.subscribe(topics::standard().server_presence(f.server_id, kName));
   REQUIRE(watcher.next());  // retained online
   std::promise<void> stopped;
   f.io.run(f.strand, [&] { f.endpoint->stop(2s, [&] { stopped.set_value(); }); });
@@ -428,7 +430,7 @@ TEST_CASE("004 §Service Unregistration: stop tells clients, clears the retained
   REQUIRE(closed);
   CHECK(closed->text == "shutting down: the bridge is stopping " + kName);
   Observer late(f.broker.url());
-  late.subscribe(topics::server_presence(f.server_id, kName));
+  late.subscribe(topics::standard().server_presence(f.server_id, kName));
   CHECK_FALSE(late.next(500ms));
 }
 
@@ -442,7 +444,7 @@ TEST_CASE(
       Process::piped({MCPMQTT_ROLE_RUNNER, "server", broker.url(), sid, "test/doomed"}));
   REQUIRE(runner->read_line(10s) == "ready");
   Observer watcher(broker.url());
-  watcher.subscribe(topics::server_presence(sid, "test/doomed"));
+  watcher.subscribe(topics::standard().server_presence(sid, "test/doomed"));
   auto online = watcher.next();
   REQUIRE(online);
   CHECK(online->retained);
@@ -452,7 +454,7 @@ TEST_CASE(
   REQUIRE(cleared);
   CHECK(cleared->payload.empty());
   Observer late(broker.url());
-  late.subscribe(topics::server_presence(sid, "test/doomed"));
+  late.subscribe(topics::standard().server_presence(sid, "test/doomed"));
   CHECK_FALSE(late.next(500ms));  // no retained presence left behind
 }
 
@@ -470,12 +472,12 @@ TEST_CASE(
   f.broker.restart();  // no persistence: every retained message and subscription is gone
 
   Observer watcher(f.broker.url());
-  watcher.subscribe(topics::server_presence(f.server_id, kName));
+  watcher.subscribe(topics::standard().server_presence(f.server_id, kName));
   auto again = watcher.next(15s);
   REQUIRE(again);
   CHECK(again->payload.find("notifications/server/online") != std::string::npos);
   Observer late(f.broker.url());  // and it is retained again
-  late.subscribe(topics::server_presence(f.server_id, kName));
+  late.subscribe(topics::standard().server_presence(f.server_id, kName));
   auto retained = late.next();
   REQUIRE(retained);
   CHECK(retained->retained);

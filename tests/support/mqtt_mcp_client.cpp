@@ -53,36 +53,44 @@ std::optional<std::string> json_at(const std::string& json, const std::string& p
 }
 
 McpMqttClient::McpMqttClient(const std::string& broker_url, const std::string& server_name,
-                             std::string client_id, std::chrono::milliseconds wait)
+                             Options options, std::string client_id, std::chrono::milliseconds wait)
     : url_(broker_url),
+      options_(std::move(options)),
       server_name_(server_name),
       client_id_(client_id.empty() ? random_id("mcp-client") : std::move(client_id)) {
   // Discovery: the first retained (or live) online presence of the server-name.
   {
-    Observer probe(url_);
-    probe.subscribe("$mcp-server/presence/+/" + server_name_);
+    Observer::Options po;
+    po.username = options_.username;
+    po.password = options_.password;
+    Observer probe(url_, po);
+    probe.subscribe(options_.topic_prefix + "server/presence/+/" + server_name_, false,
+                    options_.qos);
     auto p = probe.wait_for([](const Received& r) { return !r.payload.empty(); }, wait);
     if (!p) throw std::runtime_error("no instance of " + server_name_ + " announced itself");
-    const std::string prefix = "$mcp-server/presence/";
+    const std::string prefix = options_.topic_prefix + "server/presence/";
     const auto rest = p->topic.substr(prefix.size());
     server_id_ = rest.substr(0, rest.find('/'));
   }
   Observer::Options o;
   o.client_id = client_id_;
-  o.will_topic = "$mcp-client/presence/" + client_id_;
+  o.will_topic = options_.topic_prefix + "client/presence/" + client_id_;
   o.will_payload = kDisconnected;
+  o.username = options_.username;
+  o.password = options_.password;
   mqtt_ = std::make_unique<Observer>(url_, o);
   // 004 §Initialization: subscribed before initialize.
-  mqtt_->subscribe(rpc_topic(), /*no_local=*/true);
-  mqtt_->subscribe("$mcp-server/capability/" + server_id_ + "/" + server_name_);
+  mqtt_->subscribe(rpc_topic(), /*no_local=*/true, options_.qos);
+  mqtt_->subscribe(options_.topic_prefix + "server/capability/" + server_id_ + "/" + server_name_,
+                   false, options_.qos);
 }
 
 std::string McpMqttClient::rpc_topic() const {
-  return "$mcp-rpc/" + client_id_ + "/" + server_id_ + "/" + server_name_;
+  return options_.topic_prefix + "rpc/" + client_id_ + "/" + server_id_ + "/" + server_name_;
 }
 
 void McpMqttClient::publish_raw(const std::string& topic, const std::string& payload) {
-  mqtt_->publish(topic, payload, false, 1,
+  mqtt_->publish(topic, payload, false, options_.qos,
                  {{"MCP-COMPONENT-TYPE", "mcp-client"}, {"MCP-MQTT-CLIENT-ID", client_id_}});
 }
 
@@ -90,7 +98,7 @@ std::optional<std::string> McpMqttClient::initialize(const std::string& capabili
                                                      std::chrono::milliseconds timeout) {
   const int id = next_id_++;
   publish_raw(
-      "$mcp-server/" + server_id_ + "/" + server_name_,
+      options_.topic_prefix + "server/" + server_id_ + "/" + server_name_,
       R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
           R"(,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":)" +
           capabilities_json + R"(,"clientInfo":{"name":"mcpmqtt-test-client","version":"1"}}})");
@@ -173,7 +181,7 @@ std::optional<McpMqttClient::Incoming> McpMqttClient::next_containing(
 }
 
 void McpMqttClient::disconnect() {
-  publish_raw("$mcp-client/presence/" + client_id_, kDisconnected);
+  publish_raw(options_.topic_prefix + "client/presence/" + client_id_, kDisconnected);
   mqtt_->disconnect();
 }
 

@@ -18,8 +18,18 @@ namespace mcpmqtt::test {
 
 class McpMqttClient {
  public:
+  // How it reaches the broker, for brokers other than a default Mosquitto.
+  struct Options {
+    std::string topic_prefix = "$mcp-";  // every participant's (mqtt.topic_prefix)
+    std::string username, password;      // ejabberd wants both
+    int qos = 1;                         // of what it publishes and subscribes to: 0, 1 or 2
+  };
   // Waits (up to `wait`) for an instance of `server_name` to announce itself.
   McpMqttClient(const std::string& broker_url, const std::string& server_name,
+                std::string client_id = {},
+                std::chrono::milliseconds wait = std::chrono::seconds(20))
+      : McpMqttClient(broker_url, server_name, Options{}, std::move(client_id), wait) {}
+  McpMqttClient(const std::string& broker_url, const std::string& server_name, Options options,
                 std::string client_id = {},
                 std::chrono::milliseconds wait = std::chrono::seconds(20));
 
@@ -63,6 +73,7 @@ class McpMqttClient {
  private:
   void pump(std::chrono::milliseconds timeout);
   std::string url_;
+  Options options_;
   std::string server_name_;
   std::string client_id_;
   std::string server_id_;

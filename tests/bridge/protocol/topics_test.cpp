@@ -4,49 +4,55 @@
 
 using namespace mcpmqtt::topics;
 
+namespace {
+const Scheme kStd;  // 004's own prefix, $mcp-
+}  // namespace
+
 TEST_CASE("004 §Message Topics: every topic is built as the table says", "[topics]") {
-  CHECK(server_control("sid1", "demo/everything") == "$mcp-server/sid1/demo/everything");
-  CHECK(server_capability("sid1", "demo/everything") ==
+  CHECK(kStd.server_control("sid1", "demo/everything") == "$mcp-server/sid1/demo/everything");
+  CHECK(kStd.server_capability("sid1", "demo/everything") ==
         "$mcp-server/capability/sid1/demo/everything");
-  CHECK(server_presence("sid1", "demo/everything") == "$mcp-server/presence/sid1/demo/everything");
-  CHECK(server_presence_filter("#") == "$mcp-server/presence/+/#");
-  CHECK(server_presence_filter("vehicle/+/status") == "$mcp-server/presence/+/vehicle/+/status");
-  CHECK(client_presence("c-1") == "$mcp-client/presence/c-1");
-  CHECK(client_capability("c-1") == "$mcp-client/capability/c-1");
-  CHECK(rpc("c-1", "sid1", "demo/everything") == "$mcp-rpc/c-1/sid1/demo/everything");
+  CHECK(kStd.server_presence("sid1", "demo/everything") ==
+        "$mcp-server/presence/sid1/demo/everything");
+  CHECK(kStd.server_presence_filter("#") == "$mcp-server/presence/+/#");
+  CHECK(kStd.server_presence_filter("vehicle/+/status") ==
+        "$mcp-server/presence/+/vehicle/+/status");
+  CHECK(kStd.client_presence("c-1") == "$mcp-client/presence/c-1");
+  CHECK(kStd.client_capability("c-1") == "$mcp-client/capability/c-1");
+  CHECK(kStd.rpc("c-1", "sid1", "demo/everything") == "$mcp-rpc/c-1/sid1/demo/everything");
 }
 
 TEST_CASE("every built topic parses back to its parts", "[topics]") {
   const std::string sid = "srv-9f", name = "a/b/c", cid = "cli.7";
-  auto p = parse(server_control(sid, name));
+  auto p = kStd.parse(kStd.server_control(sid, name));
   REQUIRE(p);
   CHECK(p->kind == Kind::server_control);
   CHECK(p->server_id == sid);
   CHECK(p->server_name == name);
 
-  p = parse(server_capability(sid, name));
+  p = kStd.parse(kStd.server_capability(sid, name));
   REQUIRE(p);
   CHECK(p->kind == Kind::server_capability);
   CHECK(p->server_id == sid);
   CHECK(p->server_name == name);
 
-  p = parse(server_presence(sid, name));
+  p = kStd.parse(kStd.server_presence(sid, name));
   REQUIRE(p);
   CHECK(p->kind == Kind::server_presence);
   CHECK(p->server_id == sid);
   CHECK(p->server_name == name);
 
-  p = parse(client_presence(cid));
+  p = kStd.parse(kStd.client_presence(cid));
   REQUIRE(p);
   CHECK(p->kind == Kind::client_presence);
   CHECK(p->client_id == cid);
 
-  p = parse(client_capability(cid));
+  p = kStd.parse(kStd.client_capability(cid));
   REQUIRE(p);
   CHECK(p->kind == Kind::client_capability);
   CHECK(p->client_id == cid);
 
-  p = parse(rpc(cid, sid, name));
+  p = kStd.parse(kStd.rpc(cid, sid, name));
   REQUIRE(p);
   CHECK(p->kind == Kind::rpc);
   CHECK(p->client_id == cid);
@@ -77,7 +83,7 @@ TEST_CASE("topics outside the scheme, or with invalid parts, do not parse", "[to
            "$MCP-SERVER/sid/name",
        }) {
     INFO(t);
-    CHECK_FALSE(parse(t));
+    CHECK_FALSE(kStd.parse(t));
   }
 }
 
@@ -113,7 +119,7 @@ TEST_CASE(
     CHECK(check_id(s) == "must be UTF-8 without NUL characters");
     CHECK(check_server_name(s) == "must be UTF-8 without NUL characters");
     CHECK(check_server_name_filter(s) == "must be UTF-8 without NUL characters");
-    CHECK_FALSE(parse(rpc("c", "s", s)));
+    CHECK_FALSE(kStd.parse(kStd.rpc("c", "s", s)));
   }
   // The edges that are allowed.
   for (const char* right : {"\xc2\x80", "\xe0\xa0\x80", "\xed\x9f\xbf", "\xee\x80\x80",
@@ -167,4 +173,46 @@ TEST_CASE("filter matching (MQTT 5.0 §4.7)", "[topics]") {
     INFO(c.filter << " vs " << c.name);
     CHECK(filter_matches(c.filter, c.name) == c.match);
   }
+}
+
+TEST_CASE("mqtt.topic_prefix: all six families, and the bridge's own, under another prefix",
+          "[topics]") {
+  const Scheme s("acme/mcp-");
+  CHECK(s.prefix() == "acme/mcp-");
+  CHECK(s.server_control("sid1", "demo/x") == "acme/mcp-server/sid1/demo/x");
+  CHECK(s.server_capability("sid1", "demo/x") == "acme/mcp-server/capability/sid1/demo/x");
+  CHECK(s.server_presence("sid1", "demo/x") == "acme/mcp-server/presence/sid1/demo/x");
+  CHECK(s.server_presence_filter("#") == "acme/mcp-server/presence/+/#");
+  CHECK(s.client_presence("c-1") == "acme/mcp-client/presence/c-1");
+  CHECK(s.client_capability("c-1") == "acme/mcp-client/capability/c-1");
+  CHECK(s.rpc("c-1", "sid1", "demo/x") == "acme/mcp-rpc/c-1/sid1/demo/x");
+  CHECK(s.bridge("relay/r1/request") == "acme/mcp-bridge/relay/r1/request");
+  CHECK(kStd.bridge("replica/r1") == "$mcp-bridge/replica/r1");
+
+  auto p = s.parse(s.rpc("c-1", "sid1", "demo/x"));
+  REQUIRE(p);
+  CHECK(p->kind == Kind::rpc);
+  CHECK(p->client_id == "c-1");
+  CHECK(p->server_name == "demo/x");
+  p = s.parse(s.server_presence("sid1", "demo/x"));
+  REQUIRE(p);
+  CHECK(p->kind == Kind::server_presence);
+  // A topic of another prefix is not ours, either way round.
+  CHECK_FALSE(s.parse(kStd.rpc("c-1", "sid1", "demo/x")));
+  CHECK_FALSE(kStd.parse(s.rpc("c-1", "sid1", "demo/x")));
+  CHECK_FALSE(Scheme("mcp-").parse("acme/mcp-server/sid1/demo/x"));
+}
+
+TEST_CASE("mqtt.topic_prefix: what a prefix may hold", "[topics]") {
+  CHECK(check_prefix("$mcp-").empty());
+  CHECK(check_prefix("mcp-").empty());
+  CHECK(check_prefix("acme/mcp-").empty());
+  CHECK(check_prefix("tenant/a/").empty());
+  CHECK_FALSE(check_prefix("").empty());
+  CHECK_FALSE(check_prefix("a+/").empty());
+  CHECK_FALSE(check_prefix("a/#/").empty());
+  CHECK_FALSE(check_prefix(std::string("a\0b", 3)).empty());
+  CHECK_FALSE(check_prefix("\xC0\xAF").empty());  // overlong '/'
+  CHECK_FALSE(check_prefix(std::string(257, 'a')).empty());
+  CHECK_THROWS_AS(Scheme("x/+/"), std::invalid_argument);
 }
