@@ -274,9 +274,8 @@ void apply_env(Config& cfg, std::vector<Problem>& problems, GetEnv getenv_fn) {
   if (const char* v = getenv_fn("MCPMQTT_DEFAULT_SERVER"); v && *v) cfg.ingress.default_server = v;
 }
 
-}  // namespace
-
-bool parse_broker_url(const std::string& url, MqttConfig& m, std::string& why) {
+// One broker url split into its parts; false with `why` when malformed.
+bool parse_broker_url(const std::string& url, BrokerAddress& a, std::string& why) {
   struct Scheme {
     const char* prefix;
     bool tls;
@@ -346,13 +345,15 @@ bool parse_broker_url(const std::string& url, MqttConfig& m, std::string& why) {
     why = "no host in \"" + url + "\"";
     return false;
   }
-  m.host = host;
-  m.port = port;
-  m.tls.enabled = scheme->tls;
-  m.websocket = scheme->websocket;
-  m.ws_path = scheme->websocket ? (path.empty() ? "/mqtt" : path) : "/mqtt";
+  a.host = host;
+  a.port = port;
+  a.tls = scheme->tls;
+  a.websocket = scheme->websocket;
+  a.ws_path = scheme->websocket ? (path.empty() ? "/mqtt" : path) : "/mqtt";
   return true;
 }
+
+}  // namespace
 
 bool parse_broker_urls(const std::string& urls, MqttConfig& m, std::string& why) {
   std::vector<BrokerAddress> all;
@@ -367,9 +368,7 @@ bool parse_broker_urls(const std::string& urls, MqttConfig& m, std::string& why)
       why = "an empty entry in the list \"" + urls + "\" (urls are separated by single commas)";
       return false;
     }
-    MqttConfig parsed;
-    if (!parse_broker_url(one, parsed, why)) return false;
-    all.push_back({parsed.host, parsed.port, parsed.tls.enabled, parsed.websocket, parsed.ws_path});
+    if (!parse_broker_url(one, all.emplace_back(), why)) return false;
     if (comma == std::string::npos) break;
     start = comma + 1;
   }

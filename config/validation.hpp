@@ -12,11 +12,10 @@
 
 namespace mcpmqtt::config::detail {
 
-// Splits mqtt.url into host, port, TLS, WebSocket and path; false with `why` when malformed.
-bool parse_broker_url(const std::string& url, MqttConfig& m, std::string& why);
 // mqtt.url as one url or several separated by commas: the first into `m`'s own fields, the
 // others into m.fallbacks; false with `why` when one is malformed.
 bool parse_broker_urls(const std::string& urls, MqttConfig& m, std::string& why);
+
 // Applies the environment, validates and resolves secrets: the outcome of loading `cfg`, which
 // holds the configuration only when no problem was found.
 LoadResult complete(Config cfg, std::vector<Problem> problems, GetEnv getenv_fn);

@@ -183,13 +183,12 @@ struct Ingress::IngressSession : std::enable_shared_from_this<IngressSession> {
     wait_timer = std::make_unique<boost::asio::steady_timer>(strand, wait);
     std::weak_ptr<IngressSession> weak = weak_from_this();
     wait_timer->async_wait([weak, wait, filters = in->directory_->filters(),
-                            scheme = topics::Scheme(in->options_.mqtt.topic_prefix)](
+                            waited_on = in->topics_.server_presence_filter(server_name)](
                                const boost::system::error_code& ec) {
       auto self = weak.lock();
       if (ec || !self || self->splice || self->ended) return;
       self->refuse("no MCP server named \"" + self->server_name + "\" is online (waited " +
-                   std::to_string(wait.count()) + " ms for its presence on " +
-                   scheme.server_presence_filter(self->server_name) +
+                   std::to_string(wait.count()) + " ms for its presence on " + waited_on +
                    "; server-name filters in use: " + join(filters) + ")");
     });
     auto ex = strand;
@@ -423,6 +422,7 @@ std::shared_ptr<Ingress> Ingress::create(Options options,
 Ingress::Ingress(Options options, std::shared_ptr<bridge::Directory> directory)
     : options_(std::move(options)),
       broker_(broker_options(options_.mqtt)),
+      topics_(options_.mqtt.topic_prefix),
       directory_(std::move(directory)) {}
 
 void Ingress::attach(const std::string& server_name, std::shared_ptr<bridge::Channel> downstream,

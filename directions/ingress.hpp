@@ -26,6 +26,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "bridge/protocol/principal.hpp"
+#include "bridge/protocol/topics.hpp"
 #include "bridge/relay/channel.hpp"
 #include "bridge/relay/directory.hpp"
 #include "config/config.hpp"
@@ -83,6 +84,7 @@ class Ingress : public std::enable_shared_from_this<Ingress> {
 
   Options options_;
   mqtt::BrokerOptions broker_;  // options_.mqtt, mapped once
+  topics::Scheme topics_;       // under options_.mqtt.topic_prefix
   std::shared_ptr<bridge::Directory> directory_;
   mutable std::mutex mu_;
   std::map<std::uint64_t, std::shared_ptr<IngressSession>> sessions_;

@@ -134,12 +134,12 @@ std::string request_properties_problem(const PublishOptions& o) {
   return {};
 }
 
-// One generator per thread: a std::mt19937 in each connection cost 5 KB of its memory, and an
-// ingress holds a connection per session.
 // With several brokers: the one that took the process's latest connection, where a new connection
 // starts (a session opened after a failover goes straight to the broker that is up).
 std::atomic<std::size_t> preferred_address{0};
 
+// One generator per thread: a std::mt19937 in each connection cost 5 KB of its memory, and an
+// ingress holds a connection per session.
 std::mt19937& jitter_source() {
   thread_local std::mt19937 rng(std::random_device{}());
   return rng;
@@ -206,8 +206,7 @@ void BrokerConnection::connect() {
   engine_ = options_.broker.engine == EngineKind::paho
                 ? make_paho_engine(strand_, std::move(events))
                 : make_native_engine(strand_, std::move(events));
-  if (!options_.broker.fallbacks.empty())
-    address_ = preferred_address.load() % (1 + options_.broker.fallbacks.size());
+  if (brokers() > 1) address_ = preferred_address.load() % brokers();
   do_connect();
 }
 
@@ -252,9 +251,9 @@ void BrokerConnection::on_connect_result(const ConnectOutcome& r) {
     }
     if (!options_.reconnect) {
       // One attempt at each broker of the list before the connection fails.
-      if (++tried_ < 1 + options_.broker.fallbacks.size()) {
+      if (++tried_ < brokers()) {
         log::mqtt()->info("{} {}; trying the next broker", describe(), why);
-        address_ = (address_ + 1) % (1 + options_.broker.fallbacks.size());
+        address_ = (address_ + 1) % brokers();
         do_connect();
         return;
       }
@@ -269,7 +268,7 @@ void BrokerConnection::on_connect_result(const ConnectOutcome& r) {
   }
   const auto info = connack_info(r.connack);
   state_ = State::connected;
-  if (!options_.broker.fallbacks.empty()) preferred_address.store(address_);
+  if (brokers() > 1) preferred_address.store(address_);
   attempt_ = 0;
   ++generation_;
   in_flight_ = 0;
@@ -335,9 +334,8 @@ void BrokerConnection::schedule_retry(const std::string& why) {
   const auto& b = options_.broker;
   // With several brokers (mqtt.url as a list) the next one is tried; the delay doubles once per
   // round through the list, so a dead broker costs the others no more than its own attempt.
-  const std::size_t brokers = 1 + b.fallbacks.size();
-  if (brokers > 1) address_ = (address_ + 1) % brokers;
-  const auto rounds = static_cast<std::size_t>(attempt_) / brokers;
+  if (brokers() > 1) address_ = (address_ + 1) % brokers();
+  const auto rounds = static_cast<std::size_t>(attempt_) / brokers();
   double delay = b.reconnect_min_ms;
   for (std::size_t i = 0; i < rounds && delay < b.reconnect_max_ms; ++i)
     delay *= 2;
@@ -346,7 +344,7 @@ void BrokerConnection::schedule_retry(const std::string& why) {
   delay *= std::uniform_real_distribution<double>(0.8, 1.2)(jitter_source());
   ++attempt_;
   // The one line per backoff step that says why (the owners do not repeat it).
-  if (brokers > 1) {
+  if (brokers() > 1) {
     log::mqtt()->warn("{} reconnecting to {} in {} ms (attempt {}): {}", describe(), broker_url(),
                       static_cast<long>(delay), attempt_, why);
   } else {

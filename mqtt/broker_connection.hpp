@@ -220,6 +220,7 @@ class BrokerConnection : public std::enable_shared_from_this<BrokerConnection> {
   std::size_t address_ = 0;
   std::size_t tried_ = 0;  // brokers tried by a connection without reconnect
   BrokerAddress address() const;
+  std::size_t brokers() const { return 1 + options_.broker.fallbacks.size(); }
   std::uint64_t reconnects_ = 0;
   bool counted_up_ = false;  // in mcpmqtt_mqtt_connections
   void count_up(bool up);
