@@ -332,33 +332,20 @@ void ExposedServer::remove_session(const std::string& client_id) {
   session_count_ = sessions_.size();
 }
 
-namespace {
-
-// After the broker connection came back, pings to a client before its session is declared gone:
-// a ping can be lost on its way without the client being gone, when the client is on another
-// broker joined to ours by a bridge whose link is still coming back (docs/brokers.md).
-constexpr int kLivenessPings = 3;
-
-void ping_until_answered(std::shared_ptr<bridge::Splice> splice, std::string cid, int left) {
-  splice->request_to(
-      bridge::Splice::Side::client, "ping", "", [splice, cid, left](const jsonrpc::Message& r) {
-        if (r.kind() != jsonrpc::Kind::error || r.error().code != jsonrpc::code::request_timeout)
-          return;  // answered (an error answer is an answer too)
-        if (left > 1) return ping_until_answered(splice, cid, left - 1);
-        splice->close({bridge::CloseReason::Kind::peer_gone,
-                       "client " + cid + " did not answer " + std::to_string(kLivenessPings) +
-                           " pings after the broker connection came back"});
-      });
-}
-
-}  // namespace
-
 void ExposedServer::check_liveness() {
   // 004 §Health Checks: after the broker connection came back, a client whose will fired while
-  // we were away is gone; pings find out.
+  // we were away is gone; a ping finds out.
   for (auto& [cid, s] : sessions_) {
     boost::asio::post(s.strand, [splice = s.splice, cid = cid] {
-      ping_until_answered(splice, cid, kLivenessPings);
+      splice->request_to(
+          bridge::Splice::Side::client, "ping", "", [splice, cid](const jsonrpc::Message& r) {
+            if (r.kind() == jsonrpc::Kind::error &&
+                r.error().code == jsonrpc::code::request_timeout) {
+              splice->close({bridge::CloseReason::Kind::peer_gone,
+                             "client " + cid +
+                                 " did not answer a ping after the broker connection came back"});
+            }
+          });
     });
   }
 }

@@ -11,7 +11,6 @@
 #include <chrono>
 #include <map>
 #include <string>
-#include <thread>
 
 #include <catch2/catch.hpp>
 #include <signal.h>
@@ -329,68 +328,4 @@ TEST_CASE(
   auto same = compare_conformance({*a, *b});
   INFO(same.out << same.err);
   CHECK(same.exit_code == 0);
-}
-
-// ---- federation: a server on an edge broker, clients on a central one -------------------------
-
-TEST_CASE(
-    "federation: servers on an edge Mosquitto, clients on a central one bridged to it - an edge "
-    "restart ends no session that can continue (the egress's pings after its reconnect, lost "
-    "while the link comes back, are retried) and new sessions work once the link is back",
-    "[brokers][federation]") {
-  namespace bhttp = boost::beast::http;
-  Mosquitto edge;
-  Mosquitto::Options central_options;
-  // The central broker's bridge to the edge carries the three families both ways (MQTT v5);
-  // it dials the edge again 2 s after losing it.
-  central_options.extra_config =
-      "connection edge\naddress 127.0.0.1:" + std::to_string(edge.port()) +
-      "\nbridge_protocol_version mqttv50\ncleansession true\n"
-      "restart_timeout 2\n"
-      "topic $mcp-server/# both 1\ntopic $mcp-client/# both 1\n"
-      "topic $mcp-rpc/# both 1\n";
-  Mosquitto central(central_options);
-  Bridge egress(edge, "{" + cpp_server() + "}", "", "", "", kFastReconnect);
-  REQUIRE(egress.proc->wait_for_log("online"));
-  Bridge ingress(central, "{}", kServer, "", "", kFastReconnect);
-  REQUIRE(ingress.proc->wait_for_log("[directory] " + kServer + " online", 20s));
-
-  // A session through the link.
-  const std::string host = "127.0.0.1:" + std::to_string(ingress.port);
-  RawClient init(ingress.endpoint());
-  init.send(bhttp::verb::post, "/mcp", post_headers(host), initialize_body(1));
-  auto head = init.read_header(20s);
-  REQUIRE(head.status == 200);
-  const auto sid = head.header("mcp-session-id");
-  REQUIRE(sse_response(init));
-  REQUIRE(
-      RawClient(ingress.endpoint())
-          .request(bhttp::verb::post, "/mcp", post_headers(host, sid, "2025-11-25"), kInitialized)
-          .status == 202);
-  int next_id = 2;
-  auto echo = [&](const std::string& text) {
-    RawClient c(ingress.endpoint());
-    c.send(bhttp::verb::post, "/mcp", post_headers(host, sid, "2025-11-25"),
-           request_body(next_id++, "tools/call",
-                        R"({"name":"echo","arguments":{"text":")" + text + R"("}})"));
-    const auto h = c.read_header(20s);
-    if (h.status != 200) return std::string("HTTP ") + std::to_string(h.status);
-    auto m = sse_response(c);
-    return m ? std::string(m->text()) : std::string("no answer");
-  };
-  REQUIRE(echo("before").find("before") != std::string::npos);
-
-  // The edge restarts empty: the egress is back within a few hundred ms and pings its client
-  // at once, while the central broker's link to the edge is still down.
-  edge.kill();
-  edge.restart();
-  REQUIRE(egress.proc->wait_for_log("on the broker again", 10s));
-  // The first ping times out (10 s) unanswered; the next one crosses the restored link.
-  std::this_thread::sleep_for(12s);
-  const auto after = echo("after the edge restart");
-  INFO(egress.proc->log());
-  CHECK(after.find("after the edge restart") != std::string::npos);
-  CHECK(egress.proc->log().find("did not answer") == std::string::npos);
-  // And a new session works.
-  CHECK(echo_works({"--url", ingress.url()}, "new after the edge restart"));
 }
