@@ -3,6 +3,7 @@
 #include <random>
 
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <rapidjson/document.h>
 
@@ -332,21 +333,93 @@ void ExposedServer::remove_session(const std::string& client_id) {
   session_count_ = sessions_.size();
 }
 
-void ExposedServer::check_liveness() {
-  // 004 §Health Checks: after the broker connection came back, a client whose will fired while
-  // we were away is gone; a ping finds out.
-  for (auto& [cid, s] : sessions_) {
-    boost::asio::post(s.strand, [splice = s.splice, cid = cid] {
-      splice->request_to(
-          bridge::Splice::Side::client, "ping", "", [splice, cid](const jsonrpc::Message& r) {
-            if (r.kind() == jsonrpc::Kind::error &&
-                r.error().code == jsonrpc::code::request_timeout) {
-              splice->close({bridge::CloseReason::Kind::peer_gone,
-                             "client " + cid +
-                                 " did not answer a ping after the broker connection came back"});
-            }
-          });
+namespace {
+
+// After the broker connection came back: is the client of one session still there? (004
+// §Health Checks: a client whose will fired while we were away is gone.) A ping can be lost
+// without the client being gone — the client is on another broker joined to ours by a bridge
+// whose link is still coming back — so kPings pings go out, spread over the ping timeout, and
+// all fall due when the first does: the session ends when none is answered, no later than with
+// one ping (docs/brokers.md, Federated brokers).
+class LivenessProbe : public std::enable_shared_from_this<LivenessProbe> {
+ public:
+  static constexpr int kPings = 3;
+
+  LivenessProbe(const boost::asio::any_io_executor& strand, std::weak_ptr<bridge::Splice> splice,
+                std::string client_id, std::chrono::milliseconds window)
+      : timer_(strand),
+        splice_(std::move(splice)),
+        client_id_(std::move(client_id)),
+        window_(window),
+        due_(std::chrono::steady_clock::now() + window) {}
+
+  // On the session's strand.
+  void start() { ping(); }
+
+ private:
+  void ping() {
+    auto splice = splice_.lock();
+    if (!splice || answered_ || splice->closed()) return;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        due_ - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      // Too late for another (a busy strand): the ones sent decide.
+      last_sent_ = true;
+      return judge();
+    }
+    last_sent_ = ++sent_ == kPings;
+    splice->request_to(
+        bridge::Splice::Side::client, "ping", "",
+        [self = shared_from_this()](const jsonrpc::Message& r) { self->on_reply(r); }, left);
+    if (last_sent_) return;
+    timer_.expires_after(window_ / kPings);
+    timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (!ec) self->ping();
     });
+  }
+
+  void on_reply(const jsonrpc::Message& r) {
+    if (answered_) return;
+    if (r.kind() != jsonrpc::Kind::error || r.error().code != jsonrpc::code::request_timeout) {
+      // An answer (an error answer is one too), or the session ended: nothing more to learn.
+      answered_ = true;
+      timer_.cancel();
+      return;
+    }
+    ++timed_out_;
+    judge();
+  }
+
+  // Every ping sent went unanswered and no more will go: the client is gone.
+  void judge() {
+    if (answered_ || !last_sent_ || timed_out_ < sent_) return;
+    answered_ = true;
+    if (auto splice = splice_.lock()) {
+      splice->close({bridge::CloseReason::Kind::peer_gone,
+                     "client " + client_id_ + " answered none of " + std::to_string(sent_) +
+                         " pings within " + log::duration_text(window_) +
+                         " after the broker connection came back"});
+    }
+  }
+
+  boost::asio::steady_timer timer_;
+  std::weak_ptr<bridge::Splice> splice_;
+  std::string client_id_;
+  std::chrono::milliseconds window_;
+  std::chrono::steady_clock::time_point due_;
+  int sent_ = 0;
+  int timed_out_ = 0;
+  bool last_sent_ = false;
+  bool answered_ = false;
+};
+
+}  // namespace
+
+void ExposedServer::check_liveness() {
+  const std::chrono::milliseconds window(options_.timeouts.for_method("ping"));
+  for (auto& [cid, s] : sessions_) {
+    auto probe = std::make_shared<LivenessProbe>(s.strand, s.splice, cid, window);
+    boost::asio::post(s.strand, [probe] { probe->start(); });
   }
 }
 

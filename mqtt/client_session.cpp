@@ -126,7 +126,10 @@ void ClientSession::flush() {
 
 void ClientSession::publish(const jsonrpc::Message& m) {
   const bool initialize = m.is_request() && m.method() == "initialize";
-  if (initialize) awaiting_init_ = m.id();
+  if (initialize) {
+    awaiting_init_ = m.id();
+    init_ = m;
+  }
   Done done;
   if (m.is_request()) {
     // A request the broker would not take (larger than its Maximum Packet Size, refused by
@@ -137,7 +140,10 @@ void ClientSession::publish(const jsonrpc::Message& m) {
       auto self = weak.lock();
       if (ok || !self || self->state_ == State::closed) return;
       log::mqtt()->warn("{} {} could not be sent: {}", self->prefix_, method, why);
-      if (self->awaiting_init_ && *self->awaiting_init_ == id) self->awaiting_init_.reset();
+      if (self->awaiting_init_ && *self->awaiting_init_ == id) {
+        self->awaiting_init_.reset();
+        self->init_.reset();
+      }
       if (self->receiver_.on_message) {
         self->receiver_.on_message(jsonrpc::Message::error(id, jsonrpc::code::internal_error,
                                                            "the bridge could not send " + method +
@@ -155,12 +161,7 @@ void ClientSession::on_message(const Incoming& in) {
   auto t = topics_.parse(in.topic);
   if (!t) return;
   if (t->kind == topics::Kind::server_presence) {
-    if (t->server_id != options_.server_id) return;
-    if (in.payload->empty()) {
-      // 004 §Server Disconnect: an empty presence means the instance is offline.
-      fail({bridge::CloseReason::Kind::peer_gone, "server " + options_.server_name + " (instance " +
-                                                      options_.server_id + ") went offline"});
-    }
+    if (t->server_id == options_.server_id) on_presence(in);
     return;
   }
   if (t->kind != topics::Kind::rpc && t->kind != topics::Kind::server_capability) return;
@@ -184,9 +185,36 @@ void ClientSession::on_message(const Incoming& in) {
     if (init_answer) {
       // The server is now subscribed to the RPC topic: what waited may go.
       awaiting_init_.reset();
+      init_.reset();
       flush();
     }
   }
+}
+
+void ClientSession::on_presence(const Incoming& in) {
+  if (in.payload->empty()) {
+    // 004 §Server Disconnect: an empty presence means the instance is offline.
+    fail({bridge::CloseReason::Kind::peer_gone, "server " + options_.server_name + " (instance " +
+                                                    options_.server_id + ") went offline"});
+    return;
+  }
+  // The retained copy arrives with the subscription; a live one that repeats it is the instance
+  // announcing itself again after its broker connection came back (004 §Server Online). A live
+  // one that differs is an update of its metadata, and nothing was lost.
+  const bool again = !in.retained && presence_ && *presence_ == *in.payload;
+  presence_ = in.payload;
+  if (!again || state_ != State::ready) return;
+  const std::string detail = "server " + options_.server_name + " (instance " + options_.server_id +
+                             ") announced itself again after its broker connection came back";
+  log::mqtt()->info("{} {}{}", prefix_, detail,
+                    init_ ? "; sending initialize again" : "; requests in flight may be lost");
+  if (init_) {
+    // Nothing else went out before its answer: sending it again is all there is to redo.
+    const auto initialize = *init_;  // publish() records it again
+    publish(initialize);
+    return;
+  }
+  if (receiver_.on_interrupted) receiver_.on_interrupted(detail);
 }
 
 void ClientSession::fail(bridge::CloseReason why) {

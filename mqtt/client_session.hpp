@@ -14,6 +14,12 @@
 //   the broker connection is lost: on_close with Kind::peer_gone and a detail to pass on. A
 //   lost connection ends the session rather than reconnecting: the broker has sent our will, so
 //   the server has already forgotten it.
+// - the instance announces itself again, live and with the presence it had (its broker
+//   connection was cut and came back, as when a federated broker's link returns): what was
+//   published to it around the cut may be lost. An initialize not yet answered is sent again
+//   (the server answers a repeated initialize as it did the first; nothing else has gone out
+//   before its answer); past it, the receiver hears on_interrupted, so that the requests in
+//   flight are answered at once.
 //
 // One strand; not thread-safe.
 #pragma once
@@ -71,6 +77,7 @@ class ClientSession : public bridge::Channel, public std::enable_shared_from_thi
   void publish(const jsonrpc::Message& m);
   void flush();
   void fail(bridge::CloseReason why);
+  void on_presence(const Incoming& in);
 
   boost::asio::any_io_executor strand_;
   Options options_;
@@ -82,7 +89,9 @@ class ClientSession : public bridge::Channel, public std::enable_shared_from_thi
   Receiver receiver_;
   State state_ = State::idle;
   std::deque<jsonrpc::Message> queued_;
-  std::optional<jsonrpc::Id> awaiting_init_;  // the initialize sent, until its response arrives
+  std::optional<jsonrpc::Id> awaiting_init_;     // the initialize sent, until its response arrives
+  std::optional<jsonrpc::Message> init_;         // that initialize, to send again
+  std::shared_ptr<const std::string> presence_;  // the instance's presence as last seen
   std::function<void()> on_finished_;
   std::function<void(const ConnackInfo&)> on_connected_;
 };

@@ -293,7 +293,17 @@ void ServerEndpoint::on_control(const Incoming& in) {
     }
     return;
   }
-  if (clients_.count(cid)) {
+  if (auto known = clients_.find(cid); known != clients_.end()) {
+    auto& k = known->second;
+    if (k.init_id && *k.init_id == msg.id()) {
+      // The same initialize again: answered as before, or (not answered yet) by the answer to
+      // come. Repeating it has no effect (docs/brokers.md, Federated brokers).
+      log::mqtt()->info("[server {} client {}] initialize repeated; {}", options_.server_name, cid,
+                        k.init_reply ? "answering it again" : "its answer is on its way");
+      if (k.init_reply)
+        conn_->publish(topics_.rpc(cid, options_.server_id, options_.server_name), k.init_reply);
+      return;
+    }
     reply_error(cid, msg.id(), jsonrpc::code::invalid_request,
                 "client id " + cid + " already has a session with " + options_.server_name +
                     "; use a fresh MQTT client id for every initialize (004 §MQTT Client ID)");
@@ -320,6 +330,7 @@ void ServerEndpoint::on_control(const Incoming& in) {
   }
   auto& c = clients_[cid];
   c.initialize = msg;
+  c.init_id = msg.id();
   // 004 §Initialization, §Capability List Changed, §Client Disconnect: all three subscriptions
   // are in place before the initialize response can be sent.
   std::weak_ptr<ServerEndpoint> weak = weak_from_this();
@@ -432,6 +443,9 @@ void ServerEndpoint::send_from_link(const std::string& cid, const jsonrpc::Messa
   auto client = clients_.find(cid);
   if (client == clients_.end() || !conn_) return;
   note(client->second, m, /*from_client=*/false);
+  if (auto& c = client->second;
+      !c.init_reply && c.init_id && m.is_response() && m.id() == *c.init_id)
+    c.init_reply = m.shared_text();
   const std::string topic =
       is_capability_notification(m)
           ? topics_.server_capability(options_.server_id, options_.server_name)

@@ -140,6 +140,11 @@ class ServerEndpoint : public std::enable_shared_from_this<ServerEndpoint> {
   struct Client {
     std::weak_ptr<ClientLink> link;  // empty while subscribing
     std::optional<jsonrpc::Message> initialize;
+    // The initialize's id and its response as sent: the same initialize again (a client whose
+    // initialize or response was lost while a federated broker's link came back sends it again)
+    // gets the same answer, and the session goes on.
+    std::optional<jsonrpc::Id> init_id;
+    std::shared_ptr<const std::string> init_reply;
     std::deque<jsonrpc::Message> early;  // arrived while subscribing
     std::size_t early_bytes = 0;
     std::size_t early_refused = 0;  // past the bounds; logged once

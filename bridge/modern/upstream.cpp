@@ -108,6 +108,11 @@ void ModernUpstream::start(Receiver receiver) {
                     },
                     [weak](const CloseReason& why) {
                       if (auto self = weak.lock()) self->on_upstream_close(why);
+                    },
+                    [weak](const std::string& detail) {
+                      auto self = weak.lock();
+                      if (self && self->receiver_.on_interrupted)
+                        self->receiver_.on_interrupted(detail);
                     }});
 }
 

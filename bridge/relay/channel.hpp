@@ -15,6 +15,9 @@
 // - Messages sent before close() still go out, as far as the transport allows (the splice
 //   answers pending requests and then closes).
 // - After closing (either way) no message is delivered and send() is ignored.
+// - on_interrupted (optional) says the channel's transport was cut and came back while the
+//   session lives on: what was sent to the peer around the cut may be lost, so requests it was
+//   sent may never be answered. The channel has already redone what it can (an initialize).
 #pragma once
 
 #include <functional>
@@ -44,6 +47,7 @@ class Channel {
   struct Receiver {
     std::function<void(jsonrpc::Message)> on_message;
     std::function<void(const CloseReason&)> on_close;
+    std::function<void(const std::string& detail)> on_interrupted = nullptr;
   };
 
   virtual ~Channel() = default;

@@ -43,6 +43,12 @@ void HoldingChannel::open() {
                    self->inner_closed_ = true;
                    self->held_close_ = why;
                    if (self->on_held_close_) self->on_held_close_(why);
+                 },
+                 [weak](const std::string& detail) {
+                   // Before start(), nothing was sent through us that could be lost.
+                   auto self = weak.lock();
+                   if (self && self->started_ && !self->closed_ && self->receiver_.on_interrupted)
+                     self->receiver_.on_interrupted(detail);
                  }});
 }
 

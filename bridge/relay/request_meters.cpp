@@ -20,6 +20,8 @@ const char* to_string(RequestMeters::Outcome outcome) {
       return "closed";
     case RequestMeters::Outcome::refused:
       return "refused";
+    case RequestMeters::Outcome::interrupted:
+      return "interrupted";
   }
   return "?";
 }
@@ -45,7 +47,7 @@ void RequestMeters::count(Origin origin, std::string_view method, Outcome outcom
     c = &metrics::registry().counter(
         "mcpmqtt_requests_total",
         "JSON-RPC requests relayed, by direction, origin (the side that sent it), method and "
-        "outcome (result, error, timeout, cancelled, closed, refused).",
+        "outcome (result, error, timeout, cancelled, closed, refused, interrupted).",
         {"direction", "origin", "method", "outcome"},
         {direction_, origin == Origin::client ? "client" : "server",
          std::string(metrics::method_label_at(m)), to_string(outcome)});

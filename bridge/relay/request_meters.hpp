@@ -17,7 +17,7 @@ namespace mcpmqtt::bridge {
 class RequestMeters {
  public:
   enum class Origin { client, server };
-  enum class Outcome { result, error, timeout, cancelled, closed, refused };
+  enum class Outcome { result, error, timeout, cancelled, closed, refused, interrupted };
 
   // The meters of a direction ("http_ingress", "stdio_egress", …).
   static RequestMeters& of(const std::string& direction);
@@ -31,7 +31,7 @@ class RequestMeters {
   RequestMeters& operator=(const RequestMeters&) = delete;
 
  private:
-  static constexpr std::size_t kOrigins = 2, kOutcomes = 6;
+  static constexpr std::size_t kOrigins = 2, kOutcomes = 7;
   std::string direction_;
   std::array<std::atomic<metrics::Counter*>, kOrigins * metrics::kMethodLabels * kOutcomes>
       counters_{};

@@ -73,6 +73,9 @@ void Splice::start() {
                              },
                              [weak, side](const CloseReason& why) {
                                if (auto self = weak.lock()) self->on_side_closed(side, why);
+                             },
+                             [weak, side](const std::string& detail) {
+                               if (auto self = weak.lock()) self->on_interrupted(side, detail);
                              }};
   };
   server_->start(receiver(Side::server));
@@ -316,7 +319,7 @@ void Splice::on_timeout(Side requester, const jsonrpc::Id& id) {
 }
 
 void Splice::request_to(Side to, const std::string& method, const std::string& params_json,
-                        ResponseFn done) {
+                        ResponseFn done, std::optional<std::chrono::milliseconds> timeout) {
   const auto id = jsonrpc::Id::string("mcpmqtt-bridge-" + std::to_string(next_bridge_id_++));
   if (closed_) {
     if (done)
@@ -327,7 +330,10 @@ void Splice::request_to(Side to, const std::string& method, const std::string& p
   p.method = method;
   p.done = std::move(done);
   p.to = to;
-  p.timeout = options_.timeout_for ? options_.timeout_for(method) : std::chrono::milliseconds{0};
+  if (timeout)
+    p.timeout = *timeout;
+  else
+    p.timeout = options_.timeout_for ? options_.timeout_for(method) : std::chrono::milliseconds{0};
   auto [it, inserted] = from_bridge_.emplace(id, std::move(p));
   if (it->second.timeout.count() > 0) {
     std::weak_ptr<Splice> weak = weak_from_this();
@@ -336,6 +342,57 @@ void Splice::request_to(Side to, const std::string& method, const std::string& p
     });
   }
   channel(to).send(jsonrpc::Message::request(id, method, params_json));
+}
+
+void Splice::on_interrupted(Side side, const std::string& detail) {
+  if (closed_) return;
+  const Side requester = other(side);
+  auto& map = pending_from(requester);
+  std::vector<std::pair<jsonrpc::Id, PendingRequest>> lost;
+  for (auto it = map.begin(); it != map.end();) {
+    // initialize is the channel's to redo (it has no effect to repeat); it stays pending.
+    if (it->second.method == "initialize") {
+      ++it;
+      continue;
+    }
+    lost.emplace_back(it->first, std::move(it->second));
+    it = map.erase(it);
+  }
+  for (auto it = from_bridge_.begin(); it != from_bridge_.end();) {
+    if (it->second.to != side) {
+      ++it;
+      continue;
+    }
+    lost.emplace_back(it->first, std::move(it->second));
+    it = from_bridge_.erase(it);
+  }
+  if (lost.empty()) {
+    log::bridge()->debug("{} the {} was interrupted, nothing in flight: {}", options_.log_prefix,
+                         side_name(side), detail);
+    return;
+  }
+  log::bridge()->info("{} {} request(s) in flight to the {} answered at once: {}",
+                      options_.log_prefix, lost.size(), side_name(side), detail);
+  const std::string data = R"({"retriable":true})";
+  for (auto& [id, p] : lost) {
+    auto error = jsonrpc::Message::error(
+        id, jsonrpc::Error{jsonrpc::code::connection_closed,
+                           p.method + " may not have reached the " + side_name(side) +
+                               ", or its answer was lost: " + detail + "; retry it",
+                           data});
+    if (p.done) {
+      // The bridge's own request: its timer is moot.
+      if (p.timer) scheduler_.cancel(p.timer);
+      p.done(error);
+    } else {
+      count(requester, p.method, RequestMeters::Outcome::interrupted);
+      channel(requester).send(std::move(error));
+    }
+    if (closed_) return;
+    channel(side).send(jsonrpc::Message::notification(
+        "notifications/cancelled",
+        R"({"requestId":)" + id.to_json() + R"(,"reason":"the connection was interrupted"})"));
+  }
 }
 
 void Splice::answer_all(Side requester, const CloseReason& why, bool send) {

@@ -11,6 +11,10 @@
 // - notifications/cancelled from the requester is passed on and the late response dropped;
 // - when either side closes, every request still pending gets an error naming the reason, on
 //   the side that sent it, and the other side is closed with the reason;
+// - when a side says its transport was interrupted (Channel::Receiver::on_interrupted), every
+//   request pending toward it is answered at once with a retriable error (code -32000, data
+//   {"retriable":true}) and that side gets notifications/cancelled for it: waiting for its
+//   timeout would only delay the same answer;
 // - the bridge itself can send requests to either side (ids "mcpmqtt-bridge-N") and get their
 //   responses, and can watch or rewrite messages through hooks.
 //
@@ -82,9 +86,10 @@ class Splice : public std::enable_shared_from_this<Splice> {
   // dropped); a request is relayed and awaited; a notification is passed on.
   void deliver_held(Side from, jsonrpc::Message m);
   // Sends a request of the bridge's own to one side; `done` gets the response, or an error
-  // response made by the splice: -32001 on timeout, -32000 when the session closes.
+  // response made by the splice: -32001 on timeout (the method's, unless `timeout` says
+  // otherwise), -32000 when the session closes or the side is interrupted.
   void request_to(Side to, const std::string& method, const std::string& params_json,
-                  ResponseFn done);
+                  ResponseFn done, std::optional<std::chrono::milliseconds> timeout = {});
   void request_to_server(const std::string& method, const std::string& params_json,
                          ResponseFn done) {
     request_to(Side::server, method, params_json, std::move(done));
@@ -133,6 +138,7 @@ class Splice : public std::enable_shared_from_this<Splice> {
   void on_timeout(Side requester, const jsonrpc::Id& id);
   void on_bridge_timeout(const jsonrpc::Id& id);
   void on_side_closed(Side side, const CloseReason& why);
+  void on_interrupted(Side side, const std::string& detail);
   void answer_all(Side requester, const CloseReason& why, bool send);
   void finish(const CloseReason& why);
   void last_words(const CloseReason& why);

@@ -8,9 +8,12 @@
 // "integration paho:"), but for those tagged [native] (the conformance suite, which runs on the
 // native engine over Mosquitto too).
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <future>
 #include <map>
 #include <string>
+#include <thread>
 
 #include <catch2/catch.hpp>
 #include <signal.h>
@@ -328,4 +331,118 @@ TEST_CASE(
   auto same = compare_conformance({*a, *b});
   INFO(same.out << same.err);
   CHECK(same.exit_code == 0);
+}
+
+// ---- federation: a server on an edge broker, clients on a central one -------------------------
+
+TEST_CASE(
+    "federation: servers on an edge Mosquitto, clients on a central one bridged to it - across "
+    "an edge restart the live session survives (the egress's pings are spread over the ping "
+    "timeout), a request in flight is answered at once with a retriable error, and an initialize "
+    "lost in the cut is sent again when the server's presence returns",
+    "[brokers][federation]") {
+  namespace bhttp = boost::beast::http;
+  Mosquitto edge;
+  Mosquitto::Options central_options;
+  // The central broker's bridge to the edge carries the three families both ways (MQTT v5);
+  // it dials the edge again 2 s after losing it.
+  central_options.extra_config =
+      "connection edge\naddress 127.0.0.1:" + std::to_string(edge.port()) +
+      "\nbridge_protocol_version mqttv50\ncleansession true\n"
+      "restart_timeout 2\n"
+      "topic $mcp-server/# both 1\ntopic $mcp-client/# both 1\n"
+      "topic $mcp-rpc/# both 1\n";
+  Mosquitto central(central_options);
+  Bridge egress(edge, "{" + cpp_server() + "}", "", "", "", kFastReconnect);
+  REQUIRE(egress.proc->wait_for_log("online"));
+  Bridge ingress(central, "{}", kServer, "", "", kFastReconnect);
+  REQUIRE(ingress.proc->wait_for_log("[directory] " + kServer + " online", 20s));
+
+  // A live session through the link: the SDK client, which keeps its GET stream open and
+  // answers the server's pings, connects before the restart and calls once the egress's pings
+  // after its reconnect are over.
+  auto live = std::async(std::launch::async, [&] {
+    return run_sdk_client(
+        {"--url", ingress.url()},
+        R"({"steps":[{"op":"sleep","ms":18000},)"
+        R"({"op":"callTool","name":"echo","arguments":{"text":"after the edge restart"}},)"
+        R"({"op":"terminateSession"}]})");
+  });
+  REQUIRE(ingress.proc->wait_for_log("session with " + kServer + " established", 30s));
+
+  const std::string host = "127.0.0.1:" + std::to_string(ingress.port);
+  // These run on threads of their own: no Catch assertions inside.
+  auto response_text = [](RawClient& c, std::chrono::seconds wait) -> std::optional<std::string> {
+    while (auto e = c.next_message(wait)) {
+      if (auto m = e->message(); m && m->is_response()) return std::string(m->text());
+    }
+    return std::nullopt;
+  };
+  // A session of a raw HTTP client; returns its id.
+  auto open_session = [&](std::chrono::seconds wait) {
+    RawClient init(ingress.endpoint());
+    init.send(bhttp::verb::post, "/mcp", post_headers(host), initialize_body(1));
+    auto head = init.read_header(wait);
+    if (head.status != 200) return std::string();
+    const auto answer = response_text(init, wait);
+    if (!answer || answer->find(R"("result")") == std::string::npos) return std::string();
+    const auto sid = head.header("mcp-session-id");
+    const auto ack = RawClient(ingress.endpoint())
+                         .request(bhttp::verb::post, "/mcp", post_headers(host, sid, "2025-11-25"),
+                                  kInitialized);
+    return ack.status == 202 ? sid : std::string();
+  };
+  std::atomic<int> next_id{2};
+  auto echo = [&](const std::string& sid, const std::string& text) {
+    RawClient c(ingress.endpoint());
+    c.send(bhttp::verb::post, "/mcp", post_headers(host, sid, "2025-11-25"),
+           request_body(next_id++, "tools/call",
+                        R"({"name":"echo","arguments":{"text":")" + text + R"("}})"));
+    const auto h = c.read_header(40s);
+    if (h.status != 200) return std::string("HTTP ") + std::to_string(h.status);
+    return response_text(c, 40s).value_or("no answer");
+  };
+  const auto sid = open_session(20s);
+  REQUIRE_FALSE(sid.empty());
+  REQUIRE(echo(sid, "before").find("before") != std::string::npos);
+
+  // The edge restarts empty; while the central broker's link to it is down (seconds), a call in
+  // a live session and a new session's initialize are published on the central broker and do
+  // not cross.
+  edge.kill();
+  edge.restart();
+  const auto cut = std::chrono::steady_clock::now();
+  auto in_flight = std::async(std::launch::async, [&] {
+    auto r = echo(sid, "in the cut");
+    return std::make_pair(r, std::chrono::steady_clock::now() - cut);
+  });
+  auto opened = std::async(std::launch::async, [&] {
+    auto r = open_session(40s);
+    return std::make_pair(r, std::chrono::steady_clock::now() - cut);
+  });
+  const auto [call, call_took] = in_flight.get();
+  const auto [new_sid, open_took] = opened.get();
+  INFO(ingress.proc->log());
+  // Answered when the server's presence came back across the link - not after the call's
+  // 60 s timeout, nor the initialize's 30 s.
+  INFO(call);
+  CHECK((call.find("in the cut") != std::string::npos ||
+         call.find(R"("retriable":true)") != std::string::npos));
+  CHECK(call_took < 20s);
+  CHECK_FALSE(new_sid.empty());
+  CHECK(open_took < 20s);
+  if (!new_sid.empty()) CHECK(echo(new_sid, "new").find("new") != std::string::npos);
+
+  // The egress pinged its clients when it was back on the edge, before the link was: a later
+  // ping of the same check crossed it, and the SDK client's session lived on.
+  const auto run = live.get();
+  INFO(run.err);
+  for (const auto& l : run.lines)
+    UNSCOPED_INFO(l);
+  INFO(egress.proc->log());
+  const auto steps = run.all("step");
+  REQUIRE(steps.size() == 3);
+  CHECK(steps[1].find("after the edge restart") != std::string::npos);
+  CHECK(run.exit_code == 0);
+  CHECK(egress.proc->log().find("answered none of") == std::string::npos);
 }

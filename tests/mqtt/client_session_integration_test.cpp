@@ -30,11 +30,13 @@ const std::string kInit =
 struct Events {
   Inbox<std::string> messages;
   Inbox<std::string> closes;
+  Inbox<std::string> interruptions;
   bridge::Channel::Receiver receiver() {
     return {[this](jsonrpc::Message m) { messages.push(std::string(m.text())); },
             [this](const bridge::CloseReason& why) {
               closes.push(std::string(bridge::to_string(why.kind)) + ": " + why.detail);
-            }};
+            },
+            [this](const std::string& detail) { interruptions.push(detail); }};
   }
 };
 
@@ -44,12 +46,16 @@ struct FakeServer {
   std::string server_id;
   FakeServer(const std::string& url, std::string sid)
       : mqtt(url, Observer::Options::with_id(sid)), server_id(std::move(sid)) {
+    announce();
+    mqtt.subscribe(topics::standard().server_control(server_id, kName));
+  }
+  // 004 §Server Online: the retained presence (again, after a reconnect).
+  void announce(const std::string& description = "fake") {
     mqtt.publish(
         topics::standard().server_presence(server_id, kName),
         R"({"jsonrpc":"2.0","method":"notifications/server/online","params":{"server_name":")" +
-            kName + R"(","description":"fake"}})",
+            kName + R"(","description":")" + description + R"("}})",
         true);
-    mqtt.subscribe(topics::standard().server_control(server_id, kName));
   }
   std::string rpc(const std::string& cid) const {
     return topics::standard().rpc(cid, server_id, kName);
@@ -150,6 +156,42 @@ TEST_CASE("004 §Server Disconnect: an empty presence for the instance ends the 
   REQUIRE(closed);
   CHECK(*closed ==
         "peer gone: server " + kName + " (instance " + f.server.server_id + ") went offline");
+}
+
+TEST_CASE(
+    "issue 33, federation: the instance announcing itself again resends an unanswered "
+    "initialize, then tells the receiver that requests in flight may be lost",
+    "[mqtt][client]") {
+  Fixture f;
+  const auto control = topics::standard().server_control(f.server.server_id, kName);
+  f.send(kInit);
+  REQUIRE(f.server.mqtt.wait_on(control));  // and lost: no answer
+  // The server's broker connection came back: the same presence, live.
+  f.server.announce();
+  auto again = f.server.mqtt.wait_on(control);
+  REQUIRE(again);
+  CHECK(again->payload == kInit);
+  const std::string init_result =
+      R"({"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-03-26","capabilities":{},"serverInfo":{"name":"fake","version":"1"}}})";
+  f.server.mqtt.publish(f.server.rpc(f.cid()), init_result);
+  CHECK(f.events.messages.pop() == init_result);
+  // Once initialized, a repeat is the receiver's to handle: requests in flight may be lost.
+  f.server.mqtt.subscribe(f.server.rpc(f.cid()), /*no_local=*/true);
+  f.send(R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})");
+  REQUIRE(f.server.mqtt.wait_on(f.server.rpc(f.cid())));
+  f.server.announce();
+  auto why = f.events.interruptions.pop();
+  REQUIRE(why);
+  CHECK(*why == "server " + kName + " (instance " + f.server.server_id +
+                    ") announced itself again after its broker connection came back");
+  CHECK_FALSE(f.server.mqtt.wait_on(control, 300ms));  // no initialize this time
+  // A presence that changed is an update, not a return: nothing is lost.
+  f.server.announce("fake, described anew");
+  const std::string marker = R"({"jsonrpc":"2.0","method":"notifications/message","params":{}})";
+  f.server.mqtt.publish(f.server.rpc(f.cid()), marker);
+  CHECK(f.events.messages.pop() == marker);
+  CHECK_FALSE(f.events.interruptions.pop(300ms));
+  CHECK_FALSE(f.events.closes.pop(100ms));
 }
 
 TEST_CASE("004 §Server Disconnect: disconnected on the RPC topic ends the session",

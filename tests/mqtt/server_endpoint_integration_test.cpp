@@ -408,6 +408,30 @@ TEST_CASE("bad initializes get clear errors on the client RPC topic and the endp
   CHECK(msg->text == R"({"jsonrpc":"2.0","id":11,"method":"ping"})");
 }
 
+TEST_CASE(
+    "issue 33, federation: the same initialize again gets the same answer and the session goes "
+    "on",
+    "[mqtt][server]") {
+  Fixture f;
+  Observer client(f.broker.url());
+  auto first = f.initialize(client, 5);
+  REQUIRE(first);
+  REQUIRE(f.owner.events.pop());
+  // The client lost the response (a federated link coming back) and sends the same request.
+  client.publish(
+      topics::standard().server_control(f.server_id, kName), initialize_request(5), false, 1,
+      {{"MCP-COMPONENT-TYPE", "mcp-client"}, {"MCP-MQTT-CLIENT-ID", client.client_id()}});
+  auto again = client.wait_on(f.rpc_topic(client.client_id()));
+  REQUIRE(again);
+  CHECK(again->payload == first->payload);
+  // The owner saw one initialize, and the session works.
+  client.publish(f.rpc_topic(client.client_id()), R"({"jsonrpc":"2.0","id":6,"method":"ping"})");
+  auto msg = f.owner.events.pop();
+  REQUIRE(msg);
+  CHECK(msg->kind == "message");
+  CHECK(msg->text == R"({"jsonrpc":"2.0","id":6,"method":"ping"})");
+}
+
 TEST_CASE("004 §Service Unregistration: stop tells clients, clears the retained presence",
           "[mqtt][server]") {
   Fixture f;

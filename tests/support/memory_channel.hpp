@@ -39,6 +39,10 @@ class MemoryChannel : public bridge::Channel {
   void inject(const std::string& text);
   // The peer goes away.
   void peer_close(bridge::CloseReason why);
+  // The transport to the peer was cut and came back (Receiver::on_interrupted).
+  void peer_interrupted(const std::string& detail) {
+    if (!closed && receiver_.on_interrupted) receiver_.on_interrupted(detail);
+  }
 
   // Sent messages as texts, and clears them.
   std::vector<std::string> take();

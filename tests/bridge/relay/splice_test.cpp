@@ -1,5 +1,7 @@
 #include "bridge/relay/splice.hpp"
 
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
 #include "tests/support/memory_channel.hpp"
@@ -442,4 +444,58 @@ TEST_CASE("splice: last words for the client come before the close, and only to 
     CHECK(f.client->take().empty());
     CHECK(reasons.empty());
   }
+}
+
+TEST_CASE(
+    "splice: an interrupted server's requests in flight are answered at once with a retriable "
+    "error and cancelled there, initialize stays pending (issue 33, federation)",
+    "[splice]") {
+  SpliceFixture f;
+  f.client->inject(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{}})");
+  f.server->inject(R"({"jsonrpc":"2.0","id":0,"result":{}})");
+  f.client->take();
+  f.client->inject(kCall);
+  f.client->inject(R"({"jsonrpc":"2.0","id":"r","method":"resources/read","params":{"uri":"u"}})");
+  std::vector<std::string> own;
+  f.splice->request_to_server("ping", "",
+                              [&](const jsonrpc::Message& m) { own.emplace_back(m.text()); });
+  // The server asked the client something: that is the client's to answer, not lost.
+  f.server->inject(R"({"jsonrpc":"2.0","id":7,"method":"sampling/createMessage","params":{}})");
+  f.server->take();
+  f.client->take();
+
+  f.server->peer_interrupted("server s announced itself again");
+  auto answers = f.client->take();
+  std::sort(answers.begin(), answers.end());
+  CHECK(
+      answers ==
+      std::vector<std::string>{
+          R"({"jsonrpc":"2.0","id":"r","error":{"code":-32000,"message":"resources/read may not have reached the server, or its answer was lost: server s announced itself again; retry it","data":{"retriable":true}}})",
+          R"({"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"tools/call may not have reached the server, or its answer was lost: server s announced itself again; retry it","data":{"retriable":true}}})"});
+  REQUIRE(own.size() == 1);
+  CHECK(own[0].find(R"("code":-32000)") != std::string::npos);
+  auto cancelled = f.server->take();
+  CHECK(cancelled.size() == 3);
+  for (const auto& c : cancelled)
+    CHECK(c.find(R"("method":"notifications/cancelled")") != std::string::npos);
+  CHECK(f.splice->pending(Splice::Side::client) == 0);
+  // A late answer finds nothing to answer; the session goes on both ways.
+  f.server->inject(R"({"jsonrpc":"2.0","id":1,"result":{}})");
+  CHECK(f.client->sent.empty());
+  f.client->inject(R"({"jsonrpc":"2.0","id":7,"result":{}})");
+  CHECK(f.server->take() == std::vector<std::string>{R"({"jsonrpc":"2.0","id":7,"result":{}})"});
+  CHECK_FALSE(f.splice->closed());
+  // Nothing of the old deadlines is left to fire.
+  f.clock.advance(70s);
+  CHECK(f.client->sent.empty());
+
+  // An initialize in flight is the channel's to send again: it stays pending.
+  SpliceFixture g;
+  g.client->inject(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{}})");
+  g.server->take();
+  g.server->peer_interrupted("again");
+  CHECK(g.client->sent.empty());
+  CHECK(g.server->sent.empty());
+  g.server->inject(R"({"jsonrpc":"2.0","id":0,"result":{}})");
+  CHECK(g.client->take() == std::vector<std::string>{R"({"jsonrpc":"2.0","id":0,"result":{}})"});
 }
