@@ -729,9 +729,9 @@ struct IoThread {
 };
 
 // (a) The floor with the native engine: the same request and response between two
-// mqtt::BrokerConnection on the bridge's own engine (TCP_NODELAY, TCP_QUICKACK after each read),
-// each on an event loop of its own as in the two bridge processes; the responder publishes from its
-// message handler, as the bridge does (no thread hand-off on that engine).
+// mqtt::BrokerConnection on the bridge's own engine (TCP_NODELAY, TCP_QUICKACK after a read nothing
+// answers), each on an event loop of its own as in the two bridge processes; the responder
+// publishes from its message handler, as the bridge does (no thread hand-off on that engine).
 Latency native_floor(const std::string& broker_url, const Settings& s) {
   auto options = [&](const std::string& id) {
     auto loaded = config::defaults();
@@ -1397,7 +1397,8 @@ void print_table(const Settings& s) {
   if (s.only.count(1))
     std::printf(
         "Scenario 1: (a) raw MQTT floor, per column: native: two mqtt::BrokerConnection on the "
-        "bridge's native engine (TCP_NODELAY, TCP_QUICKACK after each read), one event loop "
+        "bridge's native engine (TCP_NODELAY, TCP_QUICKACK after a read nothing answers), one "
+        "event loop "
         "each; paho: two Paho C++ async_clients with TCP_NODELAY (the bridge's interposed "
         "connect(2), as its Paho engine has it), the responder answering from a thread of its "
         "own. A floor that stalls as the bridge does (Nagle) leaves no meaningful own time. Each "

@@ -152,6 +152,7 @@ class Classifier {
         if (key == "progressToken") return Field::progress_token;
         // 000 §Receiving Notifications: the listen a notification belongs to.
         if (key == "io.modelcontextprotocol/subscriptionId") return Field::subscription_id;
+        if (key == "io.modelcontextprotocol/protocolVersion") out_.meta_protocol_version = true;
         return Field::none;
       case Frame::error:
         if (key == "code") return Field::error_code;

@@ -34,6 +34,9 @@ struct Classified {
   Error err;
   std::optional<Id> progress_token;
   std::optional<Id> subscription_id;
+  // params._meta has "io.modelcontextprotocol/protocolVersion": the 2026-07-28 envelope
+  // (bridge/modern/protocol.hpp, claims_modern), known without a document.
+  bool meta_protocol_version = false;
   std::string first_problem;  // a structural problem found while streaming
   bool depth_exceeded = false;
   bool lone_surrogate = false;  // a string escapes a lone UTF-16 surrogate

@@ -135,6 +135,10 @@ class Message {
   // params._meta["io.modelcontextprotocol/subscriptionId"] of a notification (000): the
   // subscriptions/listen request it belongs to.
   const std::optional<Id>& subscription_id() const;
+  // Whether params._meta has "io.modelcontextprotocol/protocolVersion" (the 2026-07-28
+  // envelope), as read without a document; nullopt for a built notification, which was not
+  // read.
+  std::optional<bool> meta_has_protocol_version() const;
   // The error of an error response (code and message; data as JSON text).
   const Error& error() const;
 

@@ -1,8 +1,9 @@
 #include <algorithm>
+#include <atomic>
 #include <limits>
-#include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <thread>
 
 #include <rapidjson/error/en.h>
 
@@ -30,7 +31,12 @@ struct Message::State {
   std::optional<Id> progress_token;
   std::optional<Id> subscription_id;
   Error err;
-  mutable std::once_flag dom_once;
+  // params._meta["io.modelcontextprotocol/protocolVersion"] present, as the classifying pass
+  // found it; unknown for a message built without one.
+  std::optional<bool> meta_protocol_version;
+  // The document, built on first use: 0 not yet, 1 being built, 2 built. (Not std::call_once:
+  // glibc's makes a futex call for every message that builds one.)
+  mutable std::atomic<int> dom_state{0};
   // The document's pool, sized to the text: RapidJSON's default first chunk is 64 KiB, and a
   // session keeps some parsed messages (its initialize result) for its whole life.
   mutable std::optional<rapidjson::MemoryPoolAllocator<>> dom_pool;
@@ -135,6 +141,7 @@ Expected<Message, ParseFailure> Message::parse(std::shared_ptr<const std::string
   }
   st->id = std::move(c.id);
   st->progress_token = std::move(c.progress_token);
+  st->meta_protocol_version = c.meta_protocol_version;
   if (st->kind == Kind::notification) st->subscription_id = std::move(c.subscription_id);
 
   // JSON strings cannot hold raw line breaks, so any CR/LF is whitespace between tokens; turning
@@ -181,8 +188,20 @@ const std::shared_ptr<const std::string>& Message::shared_text() const {
   return s_->text;
 }
 
+std::optional<bool> Message::meta_has_protocol_version() const {
+  return s_->meta_protocol_version;
+}
+
 const rapidjson::Document& Message::json() const {
-  std::call_once(s_->dom_once, [this] {
+  if (s_->dom_state.load(std::memory_order_acquire) == 2) return *s_->dom;
+  int expected = 0;
+  if (!s_->dom_state.compare_exchange_strong(expected, 1, std::memory_order_acquire)) {
+    // Another thread builds it (a message shared across strands, rarely): wait for it.
+    while (s_->dom_state.load(std::memory_order_acquire) != 2)
+      std::this_thread::yield();
+    return *s_->dom;
+  }
+  try {
     const std::string& t = *s_->text;
     // Values of 16 bytes and copies of the strings: about the text's size, rarely more.
     s_->dom_pool.emplace(std::min<std::size_t>(t.size() + 512, 64 * 1024));
@@ -193,7 +212,11 @@ const rapidjson::Document& Message::json() const {
       return !parse_wire<kDomFlags>(t, exact, /*terminated=*/true).IsError();
     };
     d.Populate(build);
-  });
+  } catch (...) {
+    s_->dom_state.store(0, std::memory_order_release);  // out of memory: the next call tries again
+    throw;
+  }
+  s_->dom_state.store(2, std::memory_order_release);
   return *s_->dom;
 }
 
@@ -295,6 +318,7 @@ Message Message::with_id(const Id& id) const {
   st->id = id;
   st->progress_token = s_->progress_token;
   st->subscription_id = s_->subscription_id;
+  st->meta_protocol_version = s_->meta_protocol_version;
   st->err = s_->err;
 #ifndef NDEBUG
   // Debug builds (the sanitizer tier) check that a full read agrees.

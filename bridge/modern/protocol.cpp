@@ -143,6 +143,8 @@ bool is_modern_version_string(std::string_view v) {
 }
 
 bool claims_modern(const jsonrpc::Message& m) {
+  // On every request the ingress routes: from the classifying pass, without a document.
+  if (const auto known = m.meta_has_protocol_version()) return *known;
   return member(meta_of(m), key::protocol_version) != nullptr;
 }
 

@@ -60,12 +60,34 @@ std::vector<std::string_view> split_levels(std::string_view s) {
   }
 }
 
+// Whether `s` holds any of the characters of `set` (a plain scan: find_first_of calls memchr
+// once per byte of `s`).
+bool contains_any(std::string_view s, std::string_view set) {
+  for (char c : s) {
+    for (char x : set)
+      if (c == x) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+bool is_valid_id(std::string_view id) {
+  return !id.empty() && id.size() <= 256 && !contains_any(id, "/+#") && valid_utf8_no_nul(id);
+}
+
+bool is_valid_server_name(std::string_view name) {
+  // check_server_name's rules, without building a reason or a list of levels: it runs on every
+  // message that arrives (Scheme::parse).
+  if (name.empty() || name.size() > 1024 || contains_any(name, "+#") || !valid_utf8_no_nul(name))
+    return false;
+  return name.front() != '/' && name.back() != '/' && name.find("//") == std::string_view::npos;
+}
 
 std::string check_id(std::string_view id) {
   if (id.empty()) return "must not be empty";
   if (id.size() > 256) return "must be at most 256 bytes";
-  if (id.find_first_of("/+#") != std::string_view::npos) return "must not contain '/', '+' or '#'";
+  if (contains_any(id, "/+#")) return "must not contain '/', '+' or '#'";
   if (!valid_utf8_no_nul(id)) return "must be UTF-8 without NUL characters";
   return {};
 }
@@ -83,7 +105,7 @@ std::string check_server_id(std::string_view id) {
 std::string check_server_name(std::string_view name) {
   if (name.empty()) return "must not be empty";
   if (name.size() > 1024) return "must be at most 1024 bytes";
-  if (name.find_first_of("+#") != std::string_view::npos) return "must not contain '+' or '#'";
+  if (contains_any(name, "+#")) return "must not contain '+' or '#'";
   if (!valid_utf8_no_nul(name)) return "must be UTF-8 without NUL characters";
   for (auto level : split_levels(name)) {
     if (level.empty())

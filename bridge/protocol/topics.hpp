@@ -31,15 +31,11 @@ std::string check_server_id(std::string_view id);  // check_id + not a reserved 
 std::string check_server_name(std::string_view name);
 std::string check_server_name_filter(std::string_view filter);  // MQTT filter rules for + and #
 
-inline bool is_valid_id(std::string_view id) {
-  return check_id(id).empty();
-}
+bool is_valid_id(std::string_view id);  // check_id(id).empty(), without building a reason
 inline bool is_valid_server_id(std::string_view id) {
   return check_server_id(id).empty();
 }
-inline bool is_valid_server_name(std::string_view n) {
-  return check_server_name(n).empty();
-}
+bool is_valid_server_name(std::string_view n);  // check_server_name(n).empty(), likewise
 inline bool is_valid_server_name_filter(std::string_view f) {
   return check_server_name_filter(f).empty();
 }

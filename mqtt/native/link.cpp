@@ -38,13 +38,16 @@ void Link::on_read(const boost::system::error_code& ec, std::size_t n) {
     return protocol_.on_read_failed(is_eof(ec) ? "the broker closed the connection"
                                                : "the connection failed: " + ec.message());
   }
+  const auto writes = protocol_.writes_started();
+  protocol_.on_read(n);
   // Linux leaves quick-ACK mode on its own; without it a delayed ACK (40 ms) of ours can hold a
-  // broker whose Nagle waits for it (the broker's TCP_NODELAY is off by default).
+  // broker whose Nagle waits for it (the broker's TCP_NODELAY is off by default). A read that
+  // was answered at once (a PUBACK) sent the ACK with the answer: no call for it (issue 34).
+  if (protocol_.writes_started() != writes) return;
   if (const int fd = protocol_.closed() ? -1 : native_handle(); fd >= 0) {
     const int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
   }
-  protocol_.on_read(n);
 }
 
 void Link::on_written(const boost::system::error_code& ec) {

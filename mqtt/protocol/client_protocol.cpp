@@ -521,6 +521,7 @@ void ClientProtocol::write_now() {
       buffers_.emplace_back(writing_.bytes.data() + s.offset, s.size);
   }
   write_in_flight_ = true;
+  ++writes_started_;
   io_.write(buffers_);
 }
 

@@ -78,6 +78,9 @@ class ClientProtocol {
   // Opening, connected or disconnecting: a new attempt must wait for it to end.
   bool active() const { return state_ != State::closed && state_ != State::idle; }
   bool closed() const { return state_ == State::closed; }
+  // Writes started so far: an Io can tell whether handling a read wrote something back (a
+  // PUBACK, which carries the TCP ACK of what was read).
+  std::uint64_t writes_started() const { return writes_started_; }
 
   // ---- the Io's reports ----------------------------------------------------------------------
   // `why` says which step failed when !ok.
@@ -159,6 +162,7 @@ class ClientProtocol {
   Batch filling_, writing_;
   std::vector<std::string_view> buffers_;
   bool write_in_flight_ = false;
+  std::uint64_t writes_started_ = 0;
   bool disconnect_queued_ = false;
 
   // Broker limits from CONNACK.

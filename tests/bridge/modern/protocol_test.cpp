@@ -35,6 +35,25 @@ TEST_CASE("modern: the claim is params._meta protocolVersion, and only that key"
   // Even a 2025 version in the claim makes the request modern (and then -32022).
   CHECK(claims_modern(msg(
       R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}})")));
+  // The key anywhere else claims nothing.
+  CHECK_FALSE(claims_modern(msg(
+      R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}})")));
+  CHECK_FALSE(claims_modern(msg(
+      R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}})")));
+  CHECK_FALSE(claims_modern(msg(
+      R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":[{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}]})")));
+  // Read by the classifying pass, without a document (issue 34); a built notification was not
+  // read, and the document answers.
+  auto read = msg(R"({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{)" + kEnvelope + "}}");
+  CHECK(read.meta_has_protocol_version() == std::optional<bool>(true));
+  CHECK(read.with_id(jsonrpc::Id::integer(2)).meta_has_protocol_version() ==
+        std::optional<bool>(true));
+  CHECK(msg(R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})").meta_has_protocol_version() ==
+        std::optional<bool>(false));
+  auto built = jsonrpc::Message::built_notification("notifications/message", "{" + kEnvelope + "}",
+                                                    std::nullopt);
+  CHECK_FALSE(built.meta_has_protocol_version());
+  CHECK(claims_modern(built));
 }
 
 TEST_CASE("modern: basic/index §_meta — the envelope is read, and a missing key is -32602",

@@ -1,5 +1,8 @@
 #include "bridge/protocol/topics.hpp"
 
+#include <string>
+#include <vector>
+
 #include <catch2/catch.hpp>
 
 using namespace mcpmqtt::topics;
@@ -215,4 +218,33 @@ TEST_CASE("mqtt.topic_prefix: what a prefix may hold", "[topics]") {
   CHECK_FALSE(check_prefix("\xC0\xAF").empty());  // overlong '/'
   CHECK_FALSE(check_prefix(std::string(257, 'a')).empty());
   CHECK_THROWS_AS(Scheme("x/+/"), std::invalid_argument);
+}
+
+TEST_CASE("topics: the fast checks of every message agree with the ones that give reasons",
+          "[topics]") {
+  const std::vector<std::string> samples = {"",
+                                            "a",
+                                            "a/b",
+                                            "/a",
+                                            "a/",
+                                            "a//b",
+                                            "a/b/c",
+                                            "a+b",
+                                            "a#",
+                                            "caf\xc3\xa9",
+                                            "bad\xc3",
+                                            std::string("nul\0x", 5),
+                                            std::string(256, 'x'),
+                                            std::string(257, 'x'),
+                                            std::string(1024, 'y'),
+                                            std::string(1025, 'y'),
+                                            "type/sub-type/name",
+                                            "with space/ok",
+                                            "//"};
+  for (const auto& s : samples) {
+    INFO(s);
+    CHECK(mcpmqtt::topics::is_valid_id(s) == mcpmqtt::topics::check_id(s).empty());
+    CHECK(mcpmqtt::topics::is_valid_server_name(s) ==
+          mcpmqtt::topics::check_server_name(s).empty());
+  }
 }
