@@ -70,26 +70,41 @@ bool contains_any(std::string_view s, std::string_view set) {
   return false;
 }
 
-}  // namespace
-
-bool is_valid_id(std::string_view id) {
-  return !id.empty() && id.size() <= 256 && !contains_any(id, "/+#") && valid_utf8_no_nul(id);
-}
-
-bool is_valid_server_name(std::string_view name) {
-  // check_server_name's rules, without building a reason or a list of levels: it runs on every
-  // message that arrives (Scheme::parse).
-  if (name.empty() || name.size() > 1024 || contains_any(name, "+#") || !valid_utf8_no_nul(name))
-    return false;
-  return name.front() != '/' && name.back() != '/' && name.find("//") == std::string_view::npos;
-}
-
-std::string check_id(std::string_view id) {
+// The rules of check_id and check_server_name, as the first one broken (a literal) or nullptr:
+// the is_valid_ forms run on every message that arrives (Scheme::parse) and build no string.
+const char* id_problem(std::string_view id) {
   if (id.empty()) return "must not be empty";
   if (id.size() > 256) return "must be at most 256 bytes";
   if (contains_any(id, "/+#")) return "must not contain '/', '+' or '#'";
   if (!valid_utf8_no_nul(id)) return "must be UTF-8 without NUL characters";
-  return {};
+  return nullptr;
+}
+
+const char* server_name_problem(std::string_view name) {
+  if (name.empty()) return "must not be empty";
+  if (name.size() > 1024) return "must be at most 1024 bytes";
+  if (contains_any(name, "+#")) return "must not contain '+' or '#'";
+  if (!valid_utf8_no_nul(name)) return "must be UTF-8 without NUL characters";
+  // An empty level: a '/' first, last, or next to another.
+  if (name.front() == '/' || name.back() == '/' || name.find("//") != std::string_view::npos)
+    return "must be levels separated by single '/', with no empty level (like "
+           "type/sub-type/name)";
+  return nullptr;
+}
+
+}  // namespace
+
+bool is_valid_id(std::string_view id) {
+  return id_problem(id) == nullptr;
+}
+
+bool is_valid_server_name(std::string_view name) {
+  return server_name_problem(name) == nullptr;
+}
+
+std::string check_id(std::string_view id) {
+  const char* problem = id_problem(id);
+  return problem ? problem : "";
 }
 
 std::string check_server_id(std::string_view id) {
@@ -103,16 +118,8 @@ std::string check_server_id(std::string_view id) {
 }
 
 std::string check_server_name(std::string_view name) {
-  if (name.empty()) return "must not be empty";
-  if (name.size() > 1024) return "must be at most 1024 bytes";
-  if (contains_any(name, "+#")) return "must not contain '+' or '#'";
-  if (!valid_utf8_no_nul(name)) return "must be UTF-8 without NUL characters";
-  for (auto level : split_levels(name)) {
-    if (level.empty())
-      return "must be levels separated by single '/', with no empty level (like "
-             "type/sub-type/name)";
-  }
-  return {};
+  const char* problem = server_name_problem(name);
+  return problem ? problem : "";
 }
 
 std::string check_server_name_filter(std::string_view filter) {
