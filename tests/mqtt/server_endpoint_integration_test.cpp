@@ -418,10 +418,7 @@ TEST_CASE(
   REQUIRE(first);
   REQUIRE(f.owner.events.pop());
   // The client lost the response (a federated link coming back) and sends the same request.
-  client.publish(
-      topics::standard().server_control(f.server_id, kName), initialize_request(5), false, 1,
-      {{"MCP-COMPONENT-TYPE", "mcp-client"}, {"MCP-MQTT-CLIENT-ID", client.client_id()}});
-  auto again = client.wait_on(f.rpc_topic(client.client_id()));
+  auto again = f.initialize(client, 5);
   REQUIRE(again);
   CHECK(again->payload == first->payload);
   // The owner saw one initialize, and the session works.
