@@ -14,6 +14,7 @@
 #include "bridge/relay/rbac_gate.hpp"
 #include "bridge/relay/splice.hpp"
 #include "bridge/relay/subscription_hub.hpp"
+#include "common/lazy_deque.hpp"
 #include "common/log.hpp"
 #include "directions/asio_scheduler.hpp"
 #include "directions/options.hpp"
@@ -62,7 +63,7 @@ struct Ingress::IngressSession : std::enable_shared_from_this<IngressSession> {
   // Options::max_held), so none passes unchecked.
   std::string presence_meta = "{}";  // of the picked instance: its rbac.roles
   std::optional<bridge::RbacGate> rbac;
-  std::deque<jsonrpc::Message> unchecked;
+  LazyDeque<jsonrpc::Message> unchecked;
 
   // The webhook part of the hook: may replace the initialize result, or take a request.
   bool webhook_hook(bridge::Splice::Side from, jsonrpc::Message& m) {
@@ -224,6 +225,8 @@ struct Ingress::IngressSession : std::enable_shared_from_this<IngressSession> {
     o.client_id = mqtt::fresh_client_id(in->options_.mqtt.client_id_prefix);
     o.server_id = inst.server_id;
     o.server_name = inst.server_name;
+    // Its presence and capability messages come from the directory's one subscription.
+    o.directory = in->directory_;
     // 004 §User Property: MCP-META says whom the session serves (never the token).
     o.connect_meta_json =
         principal ? bridge::connect_meta_with(in->options_.connect_meta_json, *principal)

@@ -8,6 +8,10 @@
 // filters, or with no instance in time, gets a JSON-RPC error on initialize naming the
 // server-name and the filters, and the downstream is closed with Kind::peer_gone.
 //
+// The directory is fed by a DirectoryObserver: presence, and the capability messages it fans out
+// to each session with an instance (Directory::listen), so a session's MQTT connection
+// subscribes only its RPC topic.
+//
 // The MQTT connection presents the credentials mqtt.session_credentials gives for the session's
 // principal, and its MCP-META names an OAuth principal. The broker's CONNACK may assign the
 // session an MCP-RBAC role (004 §User Property), which the session then enforces

@@ -126,6 +126,7 @@ void ServerSession::start(Receiver receiver) {
     inbox_.pop_front();
     to_receiver(m);
   }
+  inbox_.clear();  // its memory: only messages before start() wait here
 }
 
 void ServerSession::send(Message message) {

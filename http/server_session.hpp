@@ -29,6 +29,7 @@
 #include "bridge/protocol/principal.hpp"
 #include "bridge/relay/channel.hpp"
 #include "bridge/relay/stream_router.hpp"
+#include "common/lazy_deque.hpp"
 #include "common/log.hpp"
 #include "http/server_exchange.hpp"
 #include "http/server_state.hpp"
@@ -128,7 +129,7 @@ class ServerSession : public bridge::Channel, public std::enable_shared_from_thi
 
   Phase phase_ = Phase::initializing;
   std::shared_ptr<Receiver> receiver_;
-  std::deque<jsonrpc::Message> inbox_;  // client messages before start()
+  LazyDeque<jsonrpc::Message> inbox_;  // client messages before start()
   bridge::StreamRouter router_;
   std::unordered_map<StreamId, std::shared_ptr<Exchange>> exchanges_;  // streams, JSON waits
   // POST streams that carry subscriptions/listen requests (000), with those requests' ids.

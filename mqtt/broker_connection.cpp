@@ -520,7 +520,7 @@ void BrokerConnection::send_or_queue(Publication p) {
   window_.push_back(std::move(p));
 }
 
-std::deque<BrokerConnection::Publication> BrokerConnection::take_unsent() {
+LazyDeque<BrokerConnection::Publication> BrokerConnection::take_unsent() {
   auto out = std::move(window_);
   window_.clear();
   window_bytes_ = 0;

@@ -34,6 +34,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "common/lazy_deque.hpp"
 #include "common/log.hpp"
 #include "mqtt/broker_options.hpp"
 #include "mqtt/engine.hpp"
@@ -250,7 +251,7 @@ class BrokerConnection : public std::enable_shared_from_this<BrokerConnection> {
              (request ? request->response_topic.size() + request->correlation_data.size() : 0);
     }
   };
-  std::deque<Publication> backlog_;
+  LazyDeque<Publication> backlog_;
   std::size_t backlog_bytes_ = 0;
 
   // Flow control (MQTT 5 §4.9): at most the broker's Receive Maximum of our publications are
@@ -261,8 +262,8 @@ class BrokerConnection : public std::enable_shared_from_this<BrokerConnection> {
   void send_or_queue(Publication p);
   void drain_window();
   // Empties the window and the backlog, in the order they would have been sent.
-  std::deque<Publication> take_unsent();
-  std::deque<Publication> window_;
+  LazyDeque<Publication> take_unsent();
+  LazyDeque<Publication> window_;
   std::size_t window_bytes_ = 0;
   std::size_t in_flight_ = 0;
   std::size_t in_flight_bytes_ = 0;

@@ -79,12 +79,31 @@ void ClientSession::start(Receiver receiver) {
   auto done = [weak](bool ok, const std::string& why) {
     if (auto self = weak.lock()) self->on_subscribed(ok, why);
   };
-  // They go out when the connection comes up, in two SUBSCRIBE packets (see
-  // BrokerConnection::subscribe).
-  conn_->subscribe({{rpc_topic_, /*no_local=*/true},
-                    {topics_.server_capability(options_.server_id, options_.server_name), false},
-                    {topics_.server_presence(options_.server_id, options_.server_name), false}},
-                   done);
+  if (options_.directory) {
+    // The directory knows the instance, so the observer hears its capability topic already.
+    listening_ = options_.directory->listen(
+        options_.server_name, options_.server_id,
+        [weak](bridge::Directory::InstanceEvent event,
+               const std::shared_ptr<const std::string>& payload) {
+          if (auto self = weak.lock()) {
+            boost::asio::post(self->strand_,
+                              [self, event, payload] { self->on_instance(event, payload); });
+          }
+        });
+    if (!listening_) {
+      // Gone between the pick and now: end as if its presence had been cleared, after start().
+      boost::asio::post(strand_, [self = shared_from_this()] { self->fail(self->offline()); });
+      return;
+    }
+    conn_->subscribe(rpc_topic_, /*no_local=*/true, done);
+  } else {
+    // They go out when the connection comes up, in two SUBSCRIBE packets (see
+    // BrokerConnection::subscribe).
+    conn_->subscribe({{rpc_topic_, /*no_local=*/true},
+                      {topics_.server_capability(options_.server_id, options_.server_name), false},
+                      {topics_.server_presence(options_.server_id, options_.server_name), false}},
+                     done);
+  }
   conn_->connect();
 }
 
@@ -122,6 +141,8 @@ void ClientSession::flush() {
     queued_.pop_front();
     publish(m);
   }
+  // Its memory: messages wait here only until the initialize is answered.
+  if (queued_.empty()) queued_.clear();
 }
 
 void ClientSession::publish(const jsonrpc::Message& m) {
@@ -164,7 +185,11 @@ void ClientSession::on_message(const Incoming& in) {
     if (t->server_id == options_.server_id) on_presence(in);
     return;
   }
-  if (t->kind != topics::Kind::rpc && t->kind != topics::Kind::server_capability) return;
+  if (t->kind == topics::Kind::server_capability) {
+    on_capability(*in.payload);
+    return;
+  }
+  if (t->kind != topics::Kind::rpc) return;
   auto body = jsonrpc::parse_body(in.payload, options_.limits);
   if (!body) {
     log::mqtt()->warn("{} dropped a bad message from the server on {}: {}", prefix_, in.topic,
@@ -173,13 +198,11 @@ void ClientSession::on_message(const Incoming& in) {
   }
   for (auto& m : body->messages) {
     if (state_ == State::closed) return;
-    if (t->kind == topics::Kind::rpc && m.is_notification() &&
-        m.method() == "notifications/disconnected") {
+    if (m.is_notification() && m.method() == "notifications/disconnected") {
       fail({bridge::CloseReason::Kind::peer_gone,
             "server " + options_.server_name + " ended the session"});
       return;
     }
-    if (t->kind == topics::Kind::server_capability && !m.is_notification()) continue;
     const bool init_answer = awaiting_init_ && m.is_response() && m.id() == *awaiting_init_;
     if (receiver_.on_message) receiver_.on_message(std::move(m));
     if (init_answer) {
@@ -191,11 +214,63 @@ void ClientSession::on_message(const Incoming& in) {
   }
 }
 
+// 004 §Capability List Changed: the server's list-changed and resource-updated notifications.
+void ClientSession::on_capability(const std::string& payload) {
+  // Before the session's own subscription is in place, nothing of it has gone out.
+  if (state_ != State::ready) return;
+  auto body = jsonrpc::parse_body(payload, options_.limits);
+  if (!body) {
+    log::mqtt()->warn("{} dropped a bad message from the server on its capability topic: {}",
+                      prefix_, body.error().error.message);
+    return;
+  }
+  for (auto& m : body->messages) {
+    if (state_ == State::closed) return;
+    if (m.is_notification() && receiver_.on_message) receiver_.on_message(std::move(m));
+  }
+}
+
+void ClientSession::on_instance(bridge::Directory::InstanceEvent event,
+                                const std::shared_ptr<const std::string>& payload) {
+  if (state_ == State::closed) return;
+  using Event = bridge::Directory::InstanceEvent;
+  switch (event) {
+    case Event::capability:
+      on_capability(*payload);
+      return;
+    case Event::announced_again:
+      announced_again();
+      return;
+    case Event::unobserved:
+      listening_ = 0;
+      fail({bridge::CloseReason::Kind::peer_gone,
+            "the bridge lost sight of server " + options_.server_name + " (instance " +
+                options_.server_id + "): its presence observer's broker connection dropped"});
+      return;
+    case Event::offline:
+      listening_ = 0;
+      if (state_ != State::ready || !conn_->connected()) {
+        fail(offline());
+        return;
+      }
+      // What the server sent before it left reached this session's connection before the
+      // broker takes the unsubscription: its UNSUBACK comes after them.
+      conn_->unsubscribe(rpc_topic_, [weak = weak_from_this()](bool, const std::string&) {
+        if (auto self = weak.lock()) self->fail(self->offline());
+      });
+      return;
+  }
+}
+
+bridge::CloseReason ClientSession::offline() const {
+  return {bridge::CloseReason::Kind::peer_gone,
+          "server " + options_.server_name + " (instance " + options_.server_id + ") went offline"};
+}
+
 void ClientSession::on_presence(const Incoming& in) {
   if (in.payload->empty()) {
     // 004 §Server Disconnect: an empty presence means the instance is offline.
-    fail({bridge::CloseReason::Kind::peer_gone, "server " + options_.server_name + " (instance " +
-                                                    options_.server_id + ") went offline"});
+    fail(offline());
     return;
   }
   // The retained copy arrives with the subscription; a live one that repeats it is the instance
@@ -203,7 +278,11 @@ void ClientSession::on_presence(const Incoming& in) {
   // one that differs is an update of its metadata, and nothing was lost.
   const bool again = !in.retained && presence_ && *presence_ == *in.payload;
   presence_ = in.payload;
-  if (!again || state_ != State::ready) return;
+  if (again) announced_again();
+}
+
+void ClientSession::announced_again() {
+  if (state_ != State::ready) return;
   const std::string detail = "server " + options_.server_name + " (instance " + options_.server_id +
                              ") announced itself again after its broker connection came back";
   log::mqtt()->info("{} {}{}", prefix_, detail,
@@ -217,9 +296,15 @@ void ClientSession::on_presence(const Incoming& in) {
   if (receiver_.on_interrupted) receiver_.on_interrupted(detail);
 }
 
+void ClientSession::stop_listening() {
+  if (listening_) options_.directory->unlisten(listening_);
+  listening_ = 0;
+}
+
 void ClientSession::fail(bridge::CloseReason why) {
   if (state_ == State::closed) return;
   state_ = State::closed;
+  stop_listening();
   queued_.clear();
   log::mqtt()->info("{} session ended: {}", prefix_, why.detail);
   auto receiver = std::move(receiver_);
@@ -238,6 +323,7 @@ void ClientSession::fail(bridge::CloseReason why) {
 void ClientSession::close(const bridge::CloseReason& why) {
   if (state_ == State::closed) return;
   state_ = State::closed;
+  stop_listening();
   queued_.clear();
   receiver_ = {};
   log::mqtt()->debug("{} closing: {}", prefix_, why.detail);

@@ -5,7 +5,13 @@
 // - a fresh MQTT client id per session (the caller makes one with fresh_client_id());
 // - will = notifications/disconnected on $mcp-client/presence/{client-id};
 // - before initialize is sent: the RPC topic subscribed with No Local, and the server's
-//   capability topic; also the server instance's presence topic, to learn when it vanishes;
+//   capability topic; also the server instance's presence topic, to learn when it vanishes.
+//   With Options::directory (an ingress's sessions), the session hears the capability and
+//   presence messages of its instance from the directory, which the bridge's DirectoryObserver
+//   feeds from one subscription for all its sessions (the directory knows the instance, so those
+//   filters are in place), and its own connection subscribes only the RPC topic. On a
+//   directory's `offline` the session first unsubscribes its RPC topic, so that what the server
+//   sent before leaving (answers, its `disconnected`), on another connection, is delivered;
 // - initialize goes to the server's control topic, everything else to the RPC topic — and only
 //   after the initialize response: the server subscribes the RPC topic when initialize reaches
 //   it, so anything sent there earlier would be lost. Messages in between are held (bounded);
@@ -33,6 +39,8 @@
 
 #include "bridge/protocol/topics.hpp"
 #include "bridge/relay/channel.hpp"
+#include "bridge/relay/directory.hpp"
+#include "common/lazy_deque.hpp"
 #include "mqtt/broker_connection.hpp"
 
 namespace mcpmqtt::mqtt {
@@ -47,6 +55,9 @@ class ClientSession : public bridge::Channel, public std::enable_shared_from_thi
     std::string connect_meta_json = "{}";  // MCP-META on CONNECT
     jsonrpc::Limits limits;
     std::size_t max_queued = 1000;  // messages sent before the subscriptions are in place
+    // Where the instance's presence and capability messages come from; none: subscribed on
+    // the session's own connection.
+    std::shared_ptr<bridge::Directory> directory;
   };
 
   static std::shared_ptr<ClientSession> create(boost::asio::any_io_executor strand,
@@ -78,6 +89,13 @@ class ClientSession : public bridge::Channel, public std::enable_shared_from_thi
   void flush();
   void fail(bridge::CloseReason why);
   void on_presence(const Incoming& in);
+  // What happens to the instance, from either source.
+  void on_instance(bridge::Directory::InstanceEvent event,
+                   const std::shared_ptr<const std::string>& payload);
+  void on_capability(const std::string& payload);
+  void announced_again();
+  bridge::CloseReason offline() const;
+  void stop_listening();
 
   boost::asio::any_io_executor strand_;
   Options options_;
@@ -88,10 +106,11 @@ class ClientSession : public bridge::Channel, public std::enable_shared_from_thi
   std::shared_ptr<BrokerConnection> conn_;
   Receiver receiver_;
   State state_ = State::idle;
-  std::deque<jsonrpc::Message> queued_;
+  LazyDeque<jsonrpc::Message> queued_;
   std::optional<jsonrpc::Id> awaiting_init_;     // the initialize sent, until its response arrives
   std::optional<jsonrpc::Message> init_;         // that initialize, to send again
   std::shared_ptr<const std::string> presence_;  // the instance's presence as last seen
+  bridge::Directory::ListenId listening_ = 0;    // on options_.directory
   std::function<void()> on_finished_;
   std::function<void(const ConnackInfo&)> on_connected_;
 };

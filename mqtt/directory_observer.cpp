@@ -55,11 +55,22 @@ void DirectoryObserver::start() {
 
 void DirectoryObserver::use_filters(const std::vector<std::string>& filters) {
   if (filters == subscribed_) return;
-  for (const auto& f : subscribed_)
-    conn_->unsubscribe(topics_.server_presence_filter(f));
+  std::vector<std::string> old;
+  for (const auto& f : subscribed_) {
+    old.push_back(topics_.server_capability_filter(f));
+    old.push_back(topics_.server_presence_filter(f));
+  }
+  if (!old.empty()) conn_->unsubscribe(std::move(old));
   subscribed_ = filters;
+  // The capability filters come first, in the same call: the broker takes them before the
+  // presence filters, so every instance the directory learns of has its capability topic heard
+  // already, as 004 §Initialization wants before a session's initialize goes out.
+  std::vector<BrokerConnection::Filter> wanted;
   for (const auto& f : subscribed_)
-    conn_->subscribe(topics_.server_presence_filter(f), false);
+    wanted.push_back({topics_.server_capability_filter(f), false});
+  for (const auto& f : subscribed_)
+    wanted.push_back({topics_.server_presence_filter(f), false});
+  conn_->subscribe(std::move(wanted));
 }
 
 void DirectoryObserver::on_connected(const ConnackInfo& info) {
@@ -92,15 +103,26 @@ void DirectoryObserver::on_connected(const ConnackInfo& info) {
 
 void DirectoryObserver::on_message(const Incoming& in) {
   auto t = topics_.parse(in.topic);
-  if (!t || t->kind != topics::Kind::server_presence) return;
+  if (!t) return;
+  if (t->kind == topics::Kind::server_capability) {
+    // To the sessions with that instance; none: dropped.
+    directory_->apply_capability(t->server_id, t->server_name, in.payload);
+    return;
+  }
+  if (t->kind != topics::Kind::server_presence) return;
   std::string why;
-  const auto change = directory_->apply_presence(t->server_id, t->server_name, *in.payload, &why);
+  const auto change =
+      directory_->apply_presence(t->server_id, t->server_name, *in.payload, &why, !in.retained);
   switch (change) {
     case bridge::Directory::Change::added:
       log::mqtt()->info("[directory] {} online (instance {})", t->server_name, t->server_id);
       break;
     case bridge::Directory::Change::removed:
       log::mqtt()->info("[directory] {} instance {} offline", t->server_name, t->server_id);
+      break;
+    case bridge::Directory::Change::announced_again:
+      log::mqtt()->info("[directory] {} instance {} announced itself again", t->server_name,
+                        t->server_id);
       break;
     case bridge::Directory::Change::updated:
       break;

@@ -4,6 +4,11 @@
 // the broker suggests in CONNACK (MCP-SERVER-NAME-FILTERS), which win. While the broker
 // connection is down the directory is empty: nothing in it could be reached.
 //
+// It also subscribes $mcp-server/capability/+/{filter} (004 §Message Topics), before the
+// presence filters, and hands each message to the directory, which fans it out to the sessions
+// with that instance (Directory::listen): a session's own connection subscribes only its RPC
+// topic.
+//
 // One strand; not thread-safe (the Directory itself is).
 #pragma once
 

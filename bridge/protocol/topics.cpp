@@ -198,6 +198,9 @@ std::string Scheme::server_presence(std::string_view sid, std::string_view name)
 std::string Scheme::server_presence_filter(std::string_view filter) const {
   return join({server_presence_, "+", filter});
 }
+std::string Scheme::server_capability_filter(std::string_view filter) const {
+  return join({server_capability_, "+", filter});
+}
 std::string Scheme::client_presence(std::string_view cid) const {
   return join({client_presence_, cid});
 }

@@ -81,6 +81,9 @@ class Scheme {
   std::string server_presence(std::string_view server_id, std::string_view server_name) const;
   // {prefix}server/presence/+/{server-name-filter}: what a client subscribes to for discovery.
   std::string server_presence_filter(std::string_view server_name_filter) const;
+  // {prefix}server/capability/+/{server-name-filter}: every instance's list-changed and
+  // resource-updated notifications under a filter, heard once for all of a bridge's sessions.
+  std::string server_capability_filter(std::string_view server_name_filter) const;
   std::string client_presence(std::string_view client_id) const;
   std::string client_capability(std::string_view client_id) const;
   std::string rpc(std::string_view client_id, std::string_view server_id,

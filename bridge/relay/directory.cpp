@@ -25,20 +25,26 @@ std::string iso8601(std::chrono::system_clock::time_point t) {
 
 Directory::Change Directory::apply_presence(std::string_view server_id,
                                             std::string_view server_name, std::string_view payload,
-                                            std::string* why) {
+                                            std::string* why, bool live) {
   const std::string id(server_id), name(server_name);
   if (payload.empty()) {
-    std::lock_guard lock(mu_);
-    auto it = by_name_.find(name);
-    if (it == by_name_.end() || it->second.erase(id) == 0) {
-      if (why) *why = "offline for an instance that was not known";
-      return Change::ignored;
+    std::vector<InstanceListener> last;
+    {
+      std::lock_guard lock(mu_);
+      auto it = by_name_.find(name);
+      if (it == by_name_.end() || it->second.erase(id) == 0) {
+        if (why) *why = "offline for an instance that was not known";
+        return Change::ignored;
+      }
+      --count_;
+      if (it->second.empty()) {
+        by_name_.erase(it);
+        round_robin_.erase(name);
+      }
+      last = take_listeners(name, id);
     }
-    --count_;
-    if (it->second.empty()) {
-      by_name_.erase(it);
-      round_robin_.erase(name);
-    }
+    for (auto& fn : last)
+      fn(InstanceEvent::offline, nullptr);
     return Change::removed;
   }
 
@@ -56,6 +62,7 @@ Directory::Change Directory::apply_presence(std::string_view server_id,
   inst.server_id = id;
   inst.server_name = name;
   inst.online_since = std::chrono::system_clock::now();
+  inst.presence.assign(payload);
   if (const auto* params = msg.params(); params && params->IsObject()) {
     if (auto d = params->FindMember("description");
         d != params->MemberEnd() && d->value.IsString()) {
@@ -75,6 +82,7 @@ Directory::Change Directory::apply_presence(std::string_view server_id,
   }
 
   std::vector<std::function<void()>> to_notify;
+  std::vector<InstanceListener> again;
   Change change;
   {
     std::lock_guard lock(mu_);
@@ -83,8 +91,15 @@ Directory::Change Directory::apply_presence(std::string_view server_id,
         named == by_name_.end() ? decltype(named->second.begin()){} : named->second.find(id);
     if (named != by_name_.end() && existing != named->second.end()) {
       inst.online_since = existing->second.online_since;
+      change = live && existing->second.presence == inst.presence ? Change::announced_again
+                                                                  : Change::updated;
       existing->second = std::move(inst);
-      change = Change::updated;
+      if (change == Change::announced_again) {
+        if (auto l = listeners_.find({name, id}); l != listeners_.end()) {
+          for (const auto& [listen_id, fn] : l->second)
+            again.push_back(fn);
+        }
+      }
     } else if (count_ >= max_instances_) {
       if (why)
         *why = "the directory holds its maximum of " + std::to_string(max_instances_) +
@@ -106,14 +121,27 @@ Directory::Change Directory::apply_presence(std::string_view server_id,
   }
   for (auto& fn : to_notify)
     fn();
+  for (auto& fn : again)
+    fn(InstanceEvent::announced_again, nullptr);
   return change;
 }
 
 void Directory::clear() {
-  std::lock_guard lock(mu_);
-  by_name_.clear();
-  round_robin_.clear();
-  count_ = 0;
+  std::vector<InstanceListener> last;
+  {
+    std::lock_guard lock(mu_);
+    by_name_.clear();
+    round_robin_.clear();
+    count_ = 0;
+    for (auto& [key, listeners] : listeners_) {
+      for (auto& [listen_id, fn] : listeners)
+        last.push_back(std::move(fn));
+    }
+    listeners_.clear();
+    listening_.clear();
+  }
+  for (auto& fn : last)
+    fn(InstanceEvent::unobserved, nullptr);
 }
 
 std::optional<ServerInstance> Directory::pick(const std::string& server_name, Pick how) {
@@ -240,6 +268,63 @@ Directory::WatchId Directory::watch(const std::string& server_name, std::functio
 void Directory::unwatch(WatchId id) {
   std::lock_guard lock(mu_);
   watches_.erase(id);
+}
+
+Directory::ListenId Directory::listen(const std::string& server_name, const std::string& server_id,
+                                      InstanceListener fn) {
+  std::lock_guard lock(mu_);
+  auto named = by_name_.find(server_name);
+  if (named == by_name_.end() || named->second.count(server_id) == 0) return 0;
+  const ListenId id = next_listen_++;
+  auto it = listeners_.try_emplace({server_name, server_id}).first;
+  it->second.emplace(id, std::move(fn));
+  listening_.emplace(id, it);
+  return id;
+}
+
+void Directory::unlisten(ListenId id) {
+  std::lock_guard lock(mu_);
+  auto l = listening_.find(id);
+  if (l == listening_.end()) return;
+  auto it = l->second;
+  listening_.erase(l);
+  it->second.erase(id);
+  if (it->second.empty()) listeners_.erase(it);
+}
+
+std::vector<Directory::InstanceListener> Directory::take_listeners(const std::string& server_name,
+                                                                   const std::string& server_id) {
+  std::vector<InstanceListener> out;
+  auto it = listeners_.find({server_name, server_id});
+  if (it == listeners_.end()) return out;
+  out.reserve(it->second.size());
+  for (auto& [listen_id, fn] : it->second) {
+    listening_.erase(listen_id);
+    out.push_back(std::move(fn));
+  }
+  listeners_.erase(it);
+  return out;
+}
+
+std::size_t Directory::apply_capability(std::string_view server_id, std::string_view server_name,
+                                        const std::shared_ptr<const std::string>& payload) {
+  std::vector<InstanceListener> to_notify;
+  {
+    std::lock_guard lock(mu_);
+    auto it = listeners_.find({std::string(server_name), std::string(server_id)});
+    if (it == listeners_.end()) return 0;
+    to_notify.reserve(it->second.size());
+    for (const auto& [listen_id, fn] : it->second)
+      to_notify.push_back(fn);
+  }
+  for (auto& fn : to_notify)
+    fn(InstanceEvent::capability, payload);
+  return to_notify.size();
+}
+
+std::size_t Directory::listener_count() const {
+  std::lock_guard lock(mu_);
+  return listening_.size();
 }
 
 }  // namespace mcpmqtt::bridge

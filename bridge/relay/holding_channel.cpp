@@ -60,6 +60,7 @@ void HoldingChannel::start(Receiver receiver) {
     held_.pop_front();
     if (receiver_.on_message) receiver_.on_message(std::move(m));
   }
+  held_.clear();  // its memory: nothing is held after the start
   if (held_close_ && !closed_) {
     closed_ = true;
     if (receiver_.on_close) receiver_.on_close(*held_close_);

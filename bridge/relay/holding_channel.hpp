@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "bridge/relay/channel.hpp"
+#include "common/lazy_deque.hpp"
 
 namespace mcpmqtt::bridge {
 
@@ -32,7 +33,7 @@ class HoldingChannel : public Channel, public std::enable_shared_from_this<Holdi
   static std::shared_ptr<HoldingChannel> create(std::shared_ptr<Channel> inner, Hooks hooks,
                                                 std::size_t max_held = 256);
 
-  const std::deque<jsonrpc::Message>& held() const { return held_; }
+  const std::deque<jsonrpc::Message>& held() const { return held_.view(); }
   // Set when the inner channel closed while held; start() reports it after the held messages.
   const std::optional<CloseReason>& closed_while_held() const { return held_close_; }
 
@@ -54,7 +55,7 @@ class HoldingChannel : public Channel, public std::enable_shared_from_this<Holdi
   std::size_t max_held_;
   std::function<bool(const jsonrpc::Message&)> on_held_;
   std::function<void(const CloseReason&)> on_held_close_;
-  std::deque<jsonrpc::Message> held_;
+  LazyDeque<jsonrpc::Message> held_;
   std::optional<CloseReason> held_close_;
   Receiver receiver_;
   bool started_ = false;

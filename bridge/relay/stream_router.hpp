@@ -46,6 +46,7 @@
 
 #include "bridge/jsonrpc/jsonrpc.hpp"
 #include "common/expected.hpp"
+#include "common/lazy_deque.hpp"
 
 namespace mcpmqtt::bridge {
 
@@ -167,7 +168,7 @@ class StreamRouter {
     bool finished = false;
     std::uint64_t next_seq = 1;
     std::uint64_t max_evicted_seq = 0;
-    std::deque<Entry> replay;
+    LazyDeque<Entry> replay;
     std::size_t replay_bytes = 0;
     std::vector<jsonrpc::Id> requests;  // in body order
     std::size_t open_requests = 0;
@@ -193,10 +194,10 @@ class StreamRouter {
   std::map<StreamId, Stream> streams_;  // ordered: the oldest POST stream first
   std::unordered_map<jsonrpc::Id, RequestRoute, jsonrpc::IdHash> pending_;
   std::unordered_map<jsonrpc::Id, StreamId, jsonrpc::IdHash> progress_;
-  std::deque<jsonrpc::Message> backlog_;
+  LazyDeque<jsonrpc::Message> backlog_;
   std::size_t backlog_bytes_ = 0;
-  std::deque<StreamId> finished_;  // retained finished POST streams, oldest first
-  std::deque<jsonrpc::Id> cancelled_order_;
+  LazyDeque<StreamId> finished_;  // retained finished POST streams, oldest first
+  LazyDeque<jsonrpc::Id> cancelled_order_;
   std::unordered_set<jsonrpc::Id, jsonrpc::IdHash> cancelled_;
 };
 

@@ -11,7 +11,7 @@ namespace {
 
 // The read buffer starts small (an idle connection holds thousands of these), grows to the
 // size of the packet being read, and shrinks back once a large packet has been handled.
-constexpr std::size_t kInitialRead = 2048;
+constexpr std::size_t kInitialRead = 512;
 constexpr std::size_t kShrinkAbove = 64 * 1024;
 // A graceful close waits this long for the broker to close its side after our DISCONNECT.
 constexpr auto kFinishWait = std::chrono::seconds(1);

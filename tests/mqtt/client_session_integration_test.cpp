@@ -8,10 +8,12 @@
 
 #include "bridge/protocol/topics.hpp"
 #include "mqtt/client_session.hpp"
+#include "mqtt/directory_observer.hpp"
 #include "tests/support/io.hpp"
 #include "tests/support/mosquitto.hpp"
 #include "tests/support/observer.hpp"
 #include "tests/support/test_connection.hpp"
+#include "tests/support/wait.hpp"
 
 namespace bridge = mcpmqtt::bridge;
 namespace config = mcpmqtt::config;
@@ -70,16 +72,19 @@ struct Fixture {
   boost::asio::any_io_executor strand = io.strand();
   std::shared_ptr<mq::ClientSession> session;
 
-  std::shared_ptr<mq::ClientSession> make(const std::string& url) {
+  std::shared_ptr<mq::ClientSession> make(const std::string& url,
+                                          std::shared_ptr<bridge::Directory> directory = {}) {
     mq::ClientSession::Options o;
     o.broker = broker_options(url);
     o.client_id = mq::fresh_client_id("test-client");
     o.server_id = server.server_id;
     o.server_name = kName;
+    o.directory = std::move(directory);
     return mq::ClientSession::create(strand, o);
   }
-  Fixture() {
-    session = make(broker.url());
+  // `directory`: the session hears its instance from it (as an ingress's sessions do).
+  explicit Fixture(std::shared_ptr<bridge::Directory> directory = {}) {
+    session = make(broker.url(), std::move(directory));
     io.run(strand, [&] { session->start(events.receiver()); });
   }
   ~Fixture() {
@@ -192,6 +197,146 @@ TEST_CASE(
   CHECK(f.events.messages.pop() == marker);
   CHECK_FALSE(f.events.interruptions.pop(300ms));
   CHECK_FALSE(f.events.closes.pop(100ms));
+}
+
+namespace {
+
+// The retained presence FakeServer publishes, as the directory would have read it.
+std::string fake_presence() {
+  return R"({"jsonrpc":"2.0","method":"notifications/server/online","params":{"server_name":")" +
+         kName + R"(","description":"fake"}})";
+}
+
+// Answers the session's initialize on its RPC topic (the server's subscription to it in place
+// first), and waits for the answer to reach the session.
+void initialize(Fixture& f) {
+  f.send(kInit);
+  REQUIRE(f.server.mqtt.wait_on(topics::standard().server_control(f.server.server_id, kName)));
+  f.server.mqtt.subscribe(f.server.rpc(f.cid()), /*no_local=*/true);
+  f.server.mqtt.publish(
+      f.server.rpc(f.cid()),
+      R"({"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-03-26","capabilities":{},"serverInfo":{"name":"fake","version":"1"}}})");
+  auto answer = f.events.messages.pop();
+  REQUIRE(answer);
+  REQUIRE(answer->find(R"("id":1,"result")") != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "issue 34: a session that hears its instance from the directory subscribes only its RPC "
+    "topic, and what the server sent before going offline is delivered before the end",
+    "[mqtt][client]") {
+  auto directory = std::make_shared<bridge::Directory>();
+  Fixture f(directory);  // the instance is not in the directory: the session ends at once
+  auto closed = f.events.closes.pop();
+  REQUIRE(closed);
+  CHECK(*closed ==
+        "peer gone: server " + kName + " (instance " + f.server.server_id + ") went offline");
+
+  REQUIRE(directory->apply_presence(f.server.server_id, kName, fake_presence()) ==
+          bridge::Directory::Change::added);
+  auto session = f.make(f.broker.url(), directory);
+  f.io.run(f.strand, [&] { session->start(f.events.receiver()); });
+  f.session = session;  // the fixture closes it
+  initialize(f);
+  CHECK(directory->listener_count() == 1);
+
+  // 004 §Capability List Changed, from the directory (the bridge's observer heard it once); the
+  // session's own connection does not subscribe the capability topic.
+  const std::string changed = R"({"jsonrpc":"2.0","method":"notifications/tools/list_changed"})";
+  f.server.mqtt.publish(topics::standard().server_capability(f.server.server_id, kName), changed);
+  CHECK_FALSE(f.events.messages.pop(300ms));
+  CHECK(directory->apply_capability(f.server.server_id, kName,
+                                    std::make_shared<const std::string>(changed)) == 1);
+  CHECK(f.events.messages.pop() == changed);
+  // Only notifications pass from the capability topic.
+  directory->apply_capability(
+      f.server.server_id, kName,
+      std::make_shared<const std::string>(R"({"jsonrpc":"2.0","id":7,"method":"ping"})"));
+  CHECK_FALSE(f.events.messages.pop(300ms));
+
+  // Announced again, live and unchanged: requests in flight may be lost.
+  directory->apply_presence(f.server.server_id, kName, fake_presence(), nullptr, /*live=*/true);
+  auto why = f.events.interruptions.pop();
+  REQUIRE(why);
+  CHECK(why->find("announced itself again") != std::string::npos);
+
+  // 004 §Server Disconnect: the server answers, then leaves. Its answer, on the session's
+  // connection, comes before the end the directory heard of on another. The broker has taken
+  // them all when the last one's PUBACK is back (one connection, in order); they are on their
+  // way to the session when the directory hears the end.
+  constexpr int kLast = 20;
+  auto answer = [](int id) {
+    return R"({"jsonrpc":"2.0","id":)" + std::to_string(id) + R"(,"result":{"tools":[]}})";
+  };
+  for (int id = 2; id < 2 + kLast; ++id)
+    f.server.mqtt.publish(f.server.rpc(f.cid()), answer(id), false, id + 1 < 2 + kLast ? 0 : 1);
+  directory->apply_presence(f.server.server_id, kName, "");
+  for (int id = 2; id < 2 + kLast; ++id)
+    CHECK(f.events.messages.pop(2s) == answer(id));
+  closed = f.events.closes.pop();
+  REQUIRE(closed);
+  CHECK(*closed ==
+        "peer gone: server " + kName + " (instance " + f.server.server_id + ") went offline");
+  CHECK(directory->listener_count() == 0);
+}
+
+TEST_CASE(
+    "issue 34: through a DirectoryObserver, the instance's capability notifications reach "
+    "every session with it, and its cleared presence ends them",
+    "[mqtt][client][directory]") {
+  Mosquitto broker;
+  IoThreads io;
+  FakeServer server{broker.url(), random_id("fake-srv")};
+  auto directory = std::make_shared<bridge::Directory>();
+  mq::DirectoryObserver::Options oo;
+  oo.broker = broker_options(broker.url());
+  oo.client_id = random_id("dir");
+  oo.filters = {"test/#"};
+  auto observer = mq::DirectoryObserver::create(io.strand(), oo, directory);
+  io.run(io.strand(), [&] { observer->start(); });
+  REQUIRE(eventually([&] { return directory->has_instance(kName, server.server_id); }));
+
+  constexpr int kSessions = 3;
+  std::vector<Events> events(kSessions);
+  std::vector<std::shared_ptr<mq::ClientSession>> sessions;
+  auto strand = io.strand();
+  for (int i = 0; i < kSessions; ++i) {
+    mq::ClientSession::Options o;
+    o.broker = broker_options(broker.url());
+    o.client_id = mq::fresh_client_id("test-client");
+    o.server_id = server.server_id;
+    o.server_name = kName;
+    o.directory = directory;
+    sessions.push_back(mq::ClientSession::create(strand, o));
+    io.run(strand, [&] {
+      sessions.back()->start(events[i].receiver());
+      sessions.back()->send(*jsonrpc::Message::parse(kInit));
+    });
+    auto init = server.mqtt.wait_on(topics::standard().server_control(server.server_id, kName));
+    REQUIRE(init);
+    server.mqtt.publish(
+        server.rpc(sessions.back()->client_id()),
+        R"({"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-03-26","capabilities":{},"serverInfo":{"name":"fake","version":"1"}}})");
+    REQUIRE(events[i].messages.pop());
+  }
+  const std::string updated =
+      R"({"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"file:///a"}})";
+  server.mqtt.publish(topics::standard().server_capability(server.server_id, kName), updated);
+  for (auto& e : events)
+    CHECK(e.messages.pop() == updated);
+
+  server.mqtt.publish(topics::standard().server_presence(server.server_id, kName), "", true);
+  for (auto& e : events) {
+    auto closed = e.closes.pop();
+    REQUIRE(closed);
+    CHECK(closed->find("went offline") != std::string::npos);
+  }
+  CHECK(directory->listener_count() == 0);
+  auto stopped = std::make_shared<std::promise<void>>();
+  io.run(io.strand(), [&] { observer->stop(2s, [stopped] { stopped->set_value(); }); });
+  stopped->get_future().wait_for(5s);
 }
 
 TEST_CASE("004 §Server Disconnect: disconnected on the RPC topic ends the session",

@@ -238,18 +238,27 @@ TEST_CASE(
   o.filters = {"#"};
   auto observer = mq::DirectoryObserver::create(strand, o, directory);
   io.run(strand, [&] { observer->start(); });
-  std::set<std::string> subscribed;
-  for (std::size_t i = 0; i < 3; ++i) {
+  // The configured filter first, then the broker's: each as one SUBSCRIBE, the capability
+  // filters (004 §Message Topics) before the presence ones, so that every instance the directory
+  // learns of has its capability topic heard already.
+  std::vector<std::vector<std::string>> packets;
+  for (std::size_t i = 0; i < 2; ++i) {
     auto s = broker.subscribe(i);
     REQUIRE(s);
+    packets.emplace_back();
     for (const auto& [f, opt] : s->filters)
-      subscribed.insert(f);
+      packets.back().push_back(f);
   }
-  CHECK(subscribed.count("$mcp-server/presence/+/fleet/+/status"));
-  CHECK(subscribed.count("$mcp-server/presence/+/tools/#"));
+  CHECK(packets[0] ==
+        std::vector<std::string>{"$mcp-server/capability/+/#", "$mcp-server/presence/+/#"});
+  CHECK(packets[1] == std::vector<std::string>{"$mcp-server/capability/+/fleet/+/status",
+                                               "$mcp-server/capability/+/tools/#",
+                                               "$mcp-server/presence/+/fleet/+/status",
+                                               "$mcp-server/presence/+/tools/#"});
   // The configured filter was replaced.
-  eventually([&] { return !broker.unsubscribed().empty(); }, 5s);
-  CHECK(broker.unsubscribed() == std::vector<std::string>{"$mcp-server/presence/+/#"});
+  eventually([&] { return broker.unsubscribed().size() >= 2; }, 5s);
+  CHECK(broker.unsubscribed() ==
+        std::vector<std::string>{"$mcp-server/capability/+/#", "$mcp-server/presence/+/#"});
   CHECK(directory->filters() == std::vector<std::string>{"fleet/+/status", "tools/#"});
   CHECK(directory->to_json().find(
             R"("rbac":[{"server_name":"fleet/a/status","role_name":"viewer"}])") !=

@@ -20,6 +20,9 @@ TEST_CASE("004 §Message Topics: every topic is built as the table says", "[topi
   CHECK(kStd.server_presence_filter("#") == "$mcp-server/presence/+/#");
   CHECK(kStd.server_presence_filter("vehicle/+/status") ==
         "$mcp-server/presence/+/vehicle/+/status");
+  // 004 §Message Topics: the capability topic under a server-name filter.
+  CHECK(kStd.server_capability_filter("vehicle/+/status") ==
+        "$mcp-server/capability/+/vehicle/+/status");
   CHECK(kStd.client_presence("c-1") == "$mcp-client/presence/c-1");
   CHECK(kStd.client_capability("c-1") == "$mcp-client/capability/c-1");
   CHECK(kStd.rpc("c-1", "sid1", "demo/everything") == "$mcp-rpc/c-1/sid1/demo/everything");
@@ -186,6 +189,7 @@ TEST_CASE("mqtt.topic_prefix: all six families, and the bridge's own, under anot
   CHECK(s.server_capability("sid1", "demo/x") == "acme/mcp-server/capability/sid1/demo/x");
   CHECK(s.server_presence("sid1", "demo/x") == "acme/mcp-server/presence/sid1/demo/x");
   CHECK(s.server_presence_filter("#") == "acme/mcp-server/presence/+/#");
+  CHECK(s.server_capability_filter("#") == "acme/mcp-server/capability/+/#");
   CHECK(s.client_presence("c-1") == "acme/mcp-client/presence/c-1");
   CHECK(s.client_capability("c-1") == "acme/mcp-client/capability/c-1");
   CHECK(s.rpc("c-1", "sid1", "demo/x") == "acme/mcp-rpc/c-1/sid1/demo/x");

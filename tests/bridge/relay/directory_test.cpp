@@ -132,3 +132,69 @@ TEST_CASE(
     rr.apply_presence(id, "x/y", kOnline);
   CHECK(rr.pick("x/y", Directory::Pick::round_robin)->server_id == "s1");
 }
+
+TEST_CASE(
+    "listen: an instance's capability messages, its live repeated presence and its end reach "
+    "the listeners of that instance only (004 §Capability List Changed, §Server Disconnect)",
+    "[directory]") {
+  Directory d;
+  using Event = Directory::InstanceEvent;
+  struct Heard {
+    std::vector<std::string> events;
+    Directory::InstanceListener listener() {
+      return [this](Event e, const std::shared_ptr<const std::string>& payload) {
+        switch (e) {
+          case Event::offline:
+            events.push_back("offline");
+            break;
+          case Event::unobserved:
+            events.push_back("unobserved");
+            break;
+          case Event::announced_again:
+            events.push_back("again");
+            break;
+          case Event::capability:
+            events.push_back("capability " + *payload);
+            break;
+        }
+      };
+    }
+  };
+  // Not online: nothing to listen to.
+  Heard none;
+  CHECK(d.listen("a/b", "s1", none.listener()) == 0);
+
+  REQUIRE(d.apply_presence("s1", "a/b", kOnline) == Directory::Change::added);
+  REQUIRE(d.apply_presence("s2", "a/b", kOnline) == Directory::Change::added);
+  Heard one, two, other;
+  const auto l1 = d.listen("a/b", "s1", one.listener());
+  const auto l2 = d.listen("a/b", "s1", two.listener());
+  const auto l3 = d.listen("a/b", "s2", other.listener());
+  CHECK((l1 != 0 && l2 != 0 && l3 != 0));
+  CHECK(d.listener_count() == 3);
+
+  const auto note = std::make_shared<const std::string>("list changed");
+  CHECK(d.apply_capability("s1", "a/b", note) == 2);
+  CHECK(d.apply_capability("s9", "a/b", note) == 0);
+  // The broker's retained copy and a changed presence are not an announcement again.
+  CHECK(d.apply_presence("s1", "a/b", kOnline) == Directory::Change::updated);
+  const std::string changed =
+      R"({"jsonrpc":"2.0","method":"notifications/server/online","params":{"description":"e"}})";
+  CHECK(d.apply_presence("s1", "a/b", changed, nullptr, /*live=*/true) ==
+        Directory::Change::updated);
+  CHECK(d.apply_presence("s1", "a/b", changed, nullptr, /*live=*/true) ==
+        Directory::Change::announced_again);
+  d.unlisten(l2);
+  CHECK(d.apply_presence("s1", "a/b", "") == Directory::Change::removed);
+  // Offline is the last event: the instance's listeners are gone with it.
+  CHECK(d.listener_count() == 1);
+  CHECK(d.apply_capability("s1", "a/b", note) == 0);
+  CHECK(one.events == std::vector<std::string>{"capability list changed", "again", "offline"});
+  CHECK(two.events == std::vector<std::string>{"capability list changed", "again"});
+
+  // The directory losing sight of everything ends every listener.
+  d.clear();
+  CHECK(other.events == std::vector<std::string>{"unobserved"});
+  CHECK(d.listener_count() == 0);
+  d.unlisten(l3);  // already gone: nothing happens
+}
