@@ -243,9 +243,8 @@ struct Ingress::IngressSession : std::enable_shared_from_this<IngressSession> {
     });
     scheduler = std::make_unique<AsioScheduler>(strand);
     bridge::Splice::Options so;
-    const auto timeouts = in->options_.timeouts;
-    so.timeout_for = [timeouts](const std::string& method) {
-      return std::chrono::milliseconds(timeouts.for_method(method));
+    so.timeout_for = [timeouts = in->timeouts_](const std::string& method) {
+      return std::chrono::milliseconds(timeouts->for_method(method));
     };
     so.log_prefix = upstream->describe();
     so.metrics_direction = in->options_.metrics_direction;
@@ -426,6 +425,7 @@ Ingress::Ingress(Options options, std::shared_ptr<bridge::Directory> directory)
     : options_(std::move(options)),
       broker_(broker_options(options_.mqtt)),
       topics_(options_.mqtt.topic_prefix),
+      timeouts_(std::make_shared<const config::Timeouts>(options_.timeouts)),
       directory_(std::move(directory)) {}
 
 void Ingress::attach(const std::string& server_name, std::shared_ptr<bridge::Channel> downstream,

@@ -89,6 +89,8 @@ class Ingress : public std::enable_shared_from_this<Ingress> {
   Options options_;
   mqtt::BrokerOptions broker_;  // options_.mqtt, mapped once
   topics::Scheme topics_;       // under options_.mqtt.topic_prefix
+  // options_.timeouts, shared by every session's splice rather than copied into each
+  std::shared_ptr<const config::Timeouts> timeouts_;
   std::shared_ptr<bridge::Directory> directory_;
   mutable std::mutex mu_;
   std::map<std::uint64_t, std::shared_ptr<IngressSession>> sessions_;

@@ -36,11 +36,18 @@ std::shared_ptr<ClientSession> ClientSession::create(boost::asio::any_io_executo
 
 ClientSession::ClientSession(boost::asio::any_io_executor strand, Options options)
     : strand_(std::move(strand)),
-      options_(std::move(options)),
-      topics_(options_.broker.topic_prefix),
-      prefix_("[mqtt client " + options_.client_id + " → " + options_.server_name + "]"),
-      rpc_topic_(topics_.rpc(options_.client_id, options_.server_id, options_.server_name)),
-      control_topic_(topics_.server_control(options_.server_id, options_.server_name)) {}
+      client_id_(std::move(options.client_id)),
+      server_id_(std::move(options.server_id)),
+      server_name_(std::move(options.server_name)),
+      limits_(options.limits),
+      max_queued_(options.max_queued),
+      directory_(std::move(options.directory)),
+      topics_(topics::scheme_for(options.broker.topic_prefix)),
+      connect_(std::make_unique<Connect>(
+          Connect{std::move(options.broker), std::move(options.connect_meta_json)})),
+      prefix_("[mqtt client " + client_id_ + " → " + server_name_ + "]"),
+      rpc_topic_(topics_.rpc(client_id_, server_id_, server_name_)),
+      control_topic_(topics_.server_control(server_id_, server_name_)) {}
 
 void ClientSession::start(Receiver receiver) {
   if (state_ != State::idle) return;
@@ -48,12 +55,14 @@ void ClientSession::start(Receiver receiver) {
   state_ = State::subscribing;
 
   ConnectionOptions o;
-  o.broker = options_.broker;
-  o.client_id = options_.client_id;
+  // The connection keeps them; a copy here would be held for the session's life.
+  o.broker = std::move(connect_->broker);
+  o.client_id = client_id_;
   o.role = Role::client;
-  o.meta_json = options_.connect_meta_json;
+  o.meta_json = std::move(connect_->meta_json);
+  connect_.reset();
   // 004 §Client Disconnect: the will tells the server we vanished.
-  o.will = Will{topics_.client_presence(options_.client_id), kDisconnected, false};
+  o.will = Will{topics_.client_presence(client_id_), kDisconnected, false};
   o.reconnect = false;
   std::weak_ptr<ClientSession> weak = weak_from_this();
   BrokerConnection::Handlers h;
@@ -79,17 +88,17 @@ void ClientSession::start(Receiver receiver) {
   auto done = [weak](bool ok, const std::string& why) {
     if (auto self = weak.lock()) self->on_subscribed(ok, why);
   };
-  if (options_.directory) {
+  if (directory_) {
     // The directory knows the instance, so the observer hears its capability topic already.
-    listening_ = options_.directory->listen(
-        options_.server_name, options_.server_id,
-        [weak](bridge::Directory::InstanceEvent event,
-               const std::shared_ptr<const std::string>& payload) {
-          if (auto self = weak.lock()) {
-            boost::asio::post(self->strand_,
-                              [self, event, payload] { self->on_instance(event, payload); });
-          }
-        });
+    listening_ = directory_->listen(server_name_, server_id_,
+                                    [weak](bridge::Directory::InstanceEvent event,
+                                           const std::shared_ptr<const std::string>& payload) {
+                                      if (auto self = weak.lock()) {
+                                        boost::asio::post(self->strand_, [self, event, payload] {
+                                          self->on_instance(event, payload);
+                                        });
+                                      }
+                                    });
     if (!listening_) {
       // Gone between the pick and now: end as if its presence had been cleared, after start().
       boost::asio::post(strand_, [self = shared_from_this()] { self->fail(self->offline()); });
@@ -100,8 +109,8 @@ void ClientSession::start(Receiver receiver) {
     // They go out when the connection comes up, in two SUBSCRIBE packets (see
     // BrokerConnection::subscribe).
     conn_->subscribe({{rpc_topic_, /*no_local=*/true},
-                      {topics_.server_capability(options_.server_id, options_.server_name), false},
-                      {topics_.server_presence(options_.server_id, options_.server_name), false}},
+                      {topics_.server_capability(server_id_, server_name_), false},
+                      {topics_.server_presence(server_id_, server_name_), false}},
                      done);
   }
   conn_->connect();
@@ -125,9 +134,9 @@ void ClientSession::send(jsonrpc::Message message) {
     publish(message);
     return;
   }
-  if (queued_.size() >= options_.max_queued) {
+  if (queued_.size() >= max_queued_) {
     fail({bridge::CloseReason::Kind::error,
-          "more than " + std::to_string(options_.max_queued) +
+          "more than " + std::to_string(max_queued_) +
               " messages waiting for the MQTT session to be ready"});
     return;
   }
@@ -168,7 +177,7 @@ void ClientSession::publish(const jsonrpc::Message& m) {
       if (self->receiver_.on_message) {
         self->receiver_.on_message(jsonrpc::Message::error(id, jsonrpc::code::internal_error,
                                                            "the bridge could not send " + method +
-                                                               " to " + self->options_.server_name +
+                                                               " to " + self->server_name_ +
                                                                " over MQTT: " + why));
       }
       self->flush();
@@ -182,7 +191,7 @@ void ClientSession::on_message(const Incoming& in) {
   auto t = topics_.parse(in.topic);
   if (!t) return;
   if (t->kind == topics::Kind::server_presence) {
-    if (t->server_id == options_.server_id) on_presence(in);
+    if (t->server_id == server_id_) on_presence(in);
     return;
   }
   if (t->kind == topics::Kind::server_capability) {
@@ -190,7 +199,7 @@ void ClientSession::on_message(const Incoming& in) {
     return;
   }
   if (t->kind != topics::Kind::rpc) return;
-  auto body = jsonrpc::parse_body(in.payload, options_.limits);
+  auto body = jsonrpc::parse_body(in.payload, limits_);
   if (!body) {
     log::mqtt()->warn("{} dropped a bad message from the server on {}: {}", prefix_, in.topic,
                       body.error().error.message);
@@ -199,8 +208,7 @@ void ClientSession::on_message(const Incoming& in) {
   for (auto& m : body->messages) {
     if (state_ == State::closed) return;
     if (m.is_notification() && m.method() == "notifications/disconnected") {
-      fail({bridge::CloseReason::Kind::peer_gone,
-            "server " + options_.server_name + " ended the session"});
+      fail({bridge::CloseReason::Kind::peer_gone, "server " + server_name_ + " ended the session"});
       return;
     }
     const bool init_answer = awaiting_init_ && m.is_response() && m.id() == *awaiting_init_;
@@ -218,7 +226,7 @@ void ClientSession::on_message(const Incoming& in) {
 void ClientSession::on_capability(const std::string& payload) {
   // Before the session's own subscription is in place, nothing of it has gone out.
   if (state_ != State::ready) return;
-  auto body = jsonrpc::parse_body(payload, options_.limits);
+  auto body = jsonrpc::parse_body(payload, limits_);
   if (!body) {
     log::mqtt()->warn("{} dropped a bad message from the server on its capability topic: {}",
                       prefix_, body.error().error.message);
@@ -244,8 +252,8 @@ void ClientSession::on_instance(bridge::Directory::InstanceEvent event,
     case Event::unobserved:
       listening_ = 0;
       fail({bridge::CloseReason::Kind::peer_gone,
-            "the bridge lost sight of server " + options_.server_name + " (instance " +
-                options_.server_id + "): its presence observer's broker connection dropped"});
+            "the bridge lost sight of server " + server_name_ + " (instance " + server_id_ +
+                "): its presence observer's broker connection dropped"});
       return;
     case Event::offline:
       listening_ = 0;
@@ -264,7 +272,7 @@ void ClientSession::on_instance(bridge::Directory::InstanceEvent event,
 
 bridge::CloseReason ClientSession::offline() const {
   return {bridge::CloseReason::Kind::peer_gone,
-          "server " + options_.server_name + " (instance " + options_.server_id + ") went offline"};
+          "server " + server_name_ + " (instance " + server_id_ + ") went offline"};
 }
 
 void ClientSession::on_presence(const Incoming& in) {
@@ -283,7 +291,7 @@ void ClientSession::on_presence(const Incoming& in) {
 
 void ClientSession::announced_again() {
   if (state_ != State::ready) return;
-  const std::string detail = "server " + options_.server_name + " (instance " + options_.server_id +
+  const std::string detail = "server " + server_name_ + " (instance " + server_id_ +
                              ") announced itself again after its broker connection came back";
   log::mqtt()->info("{} {}{}", prefix_, detail,
                     init_ ? "; sending initialize again" : "; requests in flight may be lost");
@@ -297,7 +305,7 @@ void ClientSession::announced_again() {
 }
 
 void ClientSession::stop_listening() {
-  if (listening_) options_.directory->unlisten(listening_);
+  if (listening_) directory_->unlisten(listening_);
   listening_ = 0;
 }
 
@@ -311,8 +319,7 @@ void ClientSession::fail(bridge::CloseReason why) {
   receiver_ = {};
   if (conn_) {
     // Best effort: tell the server, then leave. The will covers us if the broker is gone.
-    if (conn_->connected())
-      conn_->publish(topics_.client_presence(options_.client_id), kDisconnected);
+    if (conn_->connected()) conn_->publish(topics_.client_presence(client_id_), kDisconnected);
     conn_->disconnect(std::chrono::seconds(2), [self = shared_from_this()] {
       if (auto fn = std::move(self->on_finished_)) fn();
     });
@@ -333,8 +340,7 @@ void ClientSession::close(const bridge::CloseReason& why) {
   }
   // 004 §Client Disconnect: `disconnected` on the presence topic before a clean disconnect
   // (Paho sends the publication before the DISCONNECT).
-  if (conn_->connected())
-    conn_->publish(topics_.client_presence(options_.client_id), kDisconnected);
+  if (conn_->connected()) conn_->publish(topics_.client_presence(client_id_), kDisconnected);
   // The completion keeps this session alive until the broker has seen it leave.
   conn_->disconnect(std::chrono::seconds(2), [self = shared_from_this()] {
     if (auto fn = std::move(self->on_finished_)) fn();

@@ -68,9 +68,9 @@ class ClientSession : public bridge::Channel, public std::enable_shared_from_thi
   void close(const bridge::CloseReason& why) override;
   std::string describe() const override { return prefix_; }
 
-  const std::string& client_id() const { return options_.client_id; }
-  const std::string& server_id() const { return options_.server_id; }
-  const std::string& server_name() const { return options_.server_name; }
+  const std::string& client_id() const { return client_id_; }
+  const std::string& server_id() const { return server_id_; }
+  const std::string& server_name() const { return server_name_; }
   // Subscriptions are in place and messages flow.
   bool ready() const { return state_ == State::ready; }
   // Runs (on the strand) once the MQTT connection is closed after the session ended, so a
@@ -98,8 +98,20 @@ class ClientSession : public bridge::Channel, public std::enable_shared_from_thi
   void stop_listening();
 
   boost::asio::any_io_executor strand_;
-  Options options_;
-  topics::Scheme topics_;  // under options_.broker.topic_prefix
+  // What Options says, kept member by member: the broker options go to the connection at
+  // start(), so that a session does not hold them (a session is made by the thousand).
+  std::string client_id_;
+  std::string server_id_;
+  std::string server_name_;
+  jsonrpc::Limits limits_;
+  std::size_t max_queued_;
+  std::shared_ptr<bridge::Directory> directory_;
+  const topics::Scheme& topics_;  // under the broker's topic_prefix (topics::scheme_for)
+  struct Connect {
+    BrokerOptions broker;
+    std::string meta_json;
+  };
+  std::unique_ptr<Connect> connect_;  // until start()
   std::string prefix_;
   std::string rpc_topic_;
   std::string control_topic_;
@@ -110,7 +122,7 @@ class ClientSession : public bridge::Channel, public std::enable_shared_from_thi
   std::optional<jsonrpc::Id> awaiting_init_;     // the initialize sent, until its response arrives
   std::optional<jsonrpc::Message> init_;         // that initialize, to send again
   std::shared_ptr<const std::string> presence_;  // the instance's presence as last seen
-  bridge::Directory::ListenId listening_ = 0;    // on options_.directory
+  bridge::Directory::ListenId listening_ = 0;    // on directory_
   std::function<void()> on_finished_;
   std::function<void(const ConnackInfo&)> on_connected_;
 };

@@ -1,5 +1,8 @@
 #include "bridge/protocol/topics.hpp"
 
+#include <map>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <vector>
 
@@ -220,6 +223,18 @@ std::string Scheme::bridge(std::string_view rest) const {
 const Scheme& standard() {
   static const Scheme scheme;
   return scheme;
+}
+
+const Scheme& scheme_for(std::string_view prefix) {
+  if (prefix == kDefaultPrefix) return standard();
+  // A process uses the prefixes of its configuration: a handful at most, never freed.
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<const Scheme>, std::less<>> schemes;
+  std::lock_guard lock(mu);
+  auto it = schemes.find(prefix);
+  if (it == schemes.end())
+    it = schemes.emplace(std::string(prefix), std::make_unique<const Scheme>(prefix)).first;
+  return *it->second;
 }
 
 const char* to_string(Kind k) {

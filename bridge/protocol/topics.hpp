@@ -107,5 +107,9 @@ class Scheme {
 
 // The scheme under kDefaultPrefix.
 const Scheme& standard();
+// The scheme under `prefix`, made once per prefix and kept for the process: for objects made
+// by the thousand (a session's), which would otherwise each hold a copy of its strings. Throws
+// as Scheme's constructor does. Thread-safe.
+const Scheme& scheme_for(std::string_view prefix);
 
 }  // namespace mcpmqtt::topics

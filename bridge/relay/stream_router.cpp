@@ -380,7 +380,7 @@ void StreamRouter::retain(StreamId id) {
          (finished_.size() > limits_.retained_streams || bytes > limits_.retained_bytes)) {
     bytes -= std::min(bytes, bytes_of(finished_.front()));
     streams_.erase(finished_.front());
-    finished_.pop_front();
+    finished_.erase(finished_.begin());
   }
 }
 

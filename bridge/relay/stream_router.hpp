@@ -196,7 +196,9 @@ class StreamRouter {
   std::unordered_map<jsonrpc::Id, StreamId, jsonrpc::IdHash> progress_;
   LazyDeque<jsonrpc::Message> backlog_;
   std::size_t backlog_bytes_ = 0;
-  LazyDeque<StreamId> finished_;  // retained finished POST streams, oldest first
+  // Retained finished POST streams, oldest first: a few (Limits::retained_streams), where a
+  // deque would take 512 bytes for the first.
+  std::vector<StreamId> finished_;
   LazyDeque<jsonrpc::Id> cancelled_order_;
   std::unordered_set<jsonrpc::Id, jsonrpc::IdHash> cancelled_;
 };
