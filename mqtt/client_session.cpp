@@ -195,7 +195,7 @@ void ClientSession::on_message(const Incoming& in) {
     return;
   }
   if (t->kind == topics::Kind::server_capability) {
-    on_capability(*in.payload);
+    on_capability(in.payload);
     return;
   }
   if (t->kind != topics::Kind::rpc) return;
@@ -223,7 +223,7 @@ void ClientSession::on_message(const Incoming& in) {
 }
 
 // 004 §Capability List Changed: the server's list-changed and resource-updated notifications.
-void ClientSession::on_capability(const std::string& payload) {
+void ClientSession::on_capability(const std::shared_ptr<const std::string>& payload) {
   // Before the session's own subscription is in place, nothing of it has gone out.
   if (state_ != State::ready) return;
   auto body = jsonrpc::parse_body(payload, limits_);
@@ -244,7 +244,7 @@ void ClientSession::on_instance(bridge::Directory::InstanceEvent event,
   using Event = bridge::Directory::InstanceEvent;
   switch (event) {
     case Event::capability:
-      on_capability(*payload);
+      on_capability(payload);
       return;
     case Event::announced_again:
       announced_again();

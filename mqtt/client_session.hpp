@@ -92,7 +92,8 @@ class ClientSession : public bridge::Channel, public std::enable_shared_from_thi
   // What happens to the instance, from either source.
   void on_instance(bridge::Directory::InstanceEvent event,
                    const std::shared_ptr<const std::string>& payload);
-  void on_capability(const std::string& payload);
+  // The payload is shared by every session of the instance: parsed without a copy of it.
+  void on_capability(const std::shared_ptr<const std::string>& payload);
   void announced_again();
   bridge::CloseReason offline() const;
   void stop_listening();
