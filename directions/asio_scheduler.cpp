@@ -1,34 +1,60 @@
 #include "directions/asio_scheduler.hpp"
 
+#include <algorithm>
+
 #include <boost/asio/post.hpp>
 
 namespace mcpmqtt::directions {
 
 AsioScheduler::~AsioScheduler() {
   state_->alive = false;
-  for (auto& [id, t] : state_->timers)
-    t->cancel();
-  state_->timers.clear();
+  for (auto& slot : state_->armed)
+    slot.timer->cancel();
+  state_->armed.clear();
+  state_->spare.clear();
+}
+
+std::vector<AsioScheduler::Slot>::iterator AsioScheduler::State::find(TimerId id) {
+  return std::find_if(armed.begin(), armed.end(), [id](const Slot& s) { return s.id == id; });
+}
+
+void AsioScheduler::State::release(std::vector<Slot>::iterator it) {
+  constexpr std::size_t kSpares = 2;
+  if (spare.size() < kSpares) spare.push_back(std::move(it->timer));
+  *it = std::move(armed.back());
+  armed.pop_back();
 }
 
 bridge::Scheduler::TimerId AsioScheduler::schedule(std::chrono::milliseconds delay,
                                                    std::function<void()> fn) {
   const TimerId id = next_++;
-  auto timer = std::make_unique<boost::asio::steady_timer>(strand_, delay);
+  auto& st = *state_;
+  std::unique_ptr<boost::asio::steady_timer> timer;
+  if (!st.spare.empty()) {
+    // A cancelled wait of this timer may still be queued: its handler sees operation_aborted,
+    // or (had it fired first) an id no longer armed, and does nothing.
+    timer = std::move(st.spare.back());
+    st.spare.pop_back();
+  } else {
+    timer = std::make_unique<boost::asio::steady_timer>(strand_);
+  }
+  timer->expires_after(delay);
   timer->async_wait([state = state_, id, fn = std::move(fn)](const boost::system::error_code& ec) {
     if (ec || !state->alive) return;
-    if (state->timers.erase(id) == 0) return;  // cancelled meanwhile
+    const auto it = state->find(id);
+    if (it == state->armed.end()) return;  // cancelled meanwhile
+    state->release(it);
     fn();
   });
-  state_->timers.emplace(id, std::move(timer));
+  st.armed.push_back({id, std::move(timer)});
   return id;
 }
 
 void AsioScheduler::cancel(TimerId id) {
-  auto it = state_->timers.find(id);
-  if (it == state_->timers.end()) return;
-  it->second->cancel();
-  state_->timers.erase(it);
+  const auto it = state_->find(id);
+  if (it == state_->armed.end()) return;
+  it->timer->cancel();
+  state_->release(it);
 }
 
 namespace {

@@ -4,7 +4,7 @@
 
 #include <functional>
 #include <memory>
-#include <unordered_map>
+#include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -27,9 +27,21 @@ class AsioScheduler : public bridge::Scheduler {
  private:
   boost::asio::any_io_executor strand_;
   // Shared with the wait handlers so that a timer firing after the scheduler is gone is a no-op.
+  // A session's scheduler holds a timer or two at a time, scheduled and cancelled once per
+  // request (the splice's deadline): a few slots searched in order, and the timers of ended
+  // ones kept for the next schedule instead of allocated again.
+  struct Slot {
+    TimerId id;
+    std::unique_ptr<boost::asio::steady_timer> timer;
+  };
   struct State {
-    std::unordered_map<TimerId, std::unique_ptr<boost::asio::steady_timer>> timers;
+    std::vector<Slot> armed;
+    std::vector<std::unique_ptr<boost::asio::steady_timer>> spare;
     bool alive = true;
+    // The armed slot `id`, or end().
+    std::vector<Slot>::iterator find(TimerId id);
+    // Ends slot `it`: its timer becomes a spare (at most a few are kept).
+    void release(std::vector<Slot>::iterator it);
   };
   std::shared_ptr<State> state_ = std::make_shared<State>();
   TimerId next_ = 1;

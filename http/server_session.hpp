@@ -23,7 +23,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
 #include "bridge/protocol/principal.hpp"
@@ -33,12 +32,16 @@
 #include "common/log.hpp"
 #include "http/server_exchange.hpp"
 #include "http/server_state.hpp"
+#include "loop/timer_list.hpp"
 
 namespace mcpmqtt::http {
 
-class ServerSession : public bridge::Channel, public std::enable_shared_from_this<ServerSession> {
+class ServerSession : public bridge::Channel,
+                      public std::enable_shared_from_this<ServerSession>,
+                      private loop::TimerList::Target {
  public:
   ServerSession(std::shared_ptr<ServerState> state, std::string id, std::string server_name);
+  ~ServerSession() override;
 
   const std::string& id() const { return id_; }
   const std::string& server_name() const { return server_name_; }
@@ -113,6 +116,8 @@ class ServerSession : public bridge::Channel, public std::enable_shared_from_thi
   void publish_idle();
   void arm_idle_timer(std::chrono::steady_clock::duration after);
   void on_idle_timer();
+  // loop::TimerList::Target: the idle check is due.
+  void on_due(std::uint64_t generation) override;
 
   Response head(unsigned status) const;
   void reply_error(const std::shared_ptr<Exchange>& exchange, unsigned status, int code,
@@ -121,7 +126,10 @@ class ServerSession : public bridge::Channel, public std::enable_shared_from_thi
 
   std::shared_ptr<ServerState> state_;
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
-  boost::asio::steady_timer idle_timer_;
+  // The idle check is an entry of the io_context's TimerList, not a timer of its own: thousands
+  // of idle sessions' checks stay off Asio's heap (issue 34).
+  loop::TimerList& timers_;
+  std::uint64_t idle_generation_ = 0;
   const std::string id_;
   const std::string server_name_;
   const std::string label_;

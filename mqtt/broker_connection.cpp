@@ -285,6 +285,14 @@ void BrokerConnection::on_connect_result(const ConnectOutcome& r) {
     reconnects.inc();
   }
   ever_connected_ = true;
+  if (!options_.reconnect) {
+    // Connected once, never again: what only CONNECT needed goes, a few hundred bytes of each of
+    // an ingress's thousands of idle sessions (issue 34).
+    options_.will.reset();
+    std::string().swap(options_.meta_json);
+    std::string().swap(options_.broker.username);
+    std::string().swap(options_.broker.password);
+  }
   log::mqtt()->debug("{} connected to {}{} ({} client)", describe(), broker_url(),
                      reconnected ? " again" : "",
                      options_.broker.engine == EngineKind::paho ? "Paho" : "native");

@@ -9,10 +9,11 @@
 #   bridge/relay/      channels, splices, stream routing, directory, subscription hub: the above
 #   bridge/modern/     the MCP 2026-07-28 era (vocabulary, gateway, upstream adapter): the above
 #   config/            the configuration model: common/, bridge/protocol/
+#   loop/              Asio support the transports share (the per-io_context timer list): common/
 #   mqtt/codec/        the MQTT 5.0 codec: the standard library only
 #   mqtt/protocol/     the native engine's MQTT client protocol, no I/O: common/, mqtt/codec/
-#   mqtt/ http/ stdio/ the transports: common/, bridge/ and themselves; never config/ or one
-#                      another (mqtt/ may use its codec); http/ may use auth/
+#   mqtt/ http/ stdio/ the transports: common/, bridge/, loop/ and themselves; never config/ or
+#                      one another (mqtt/ may use its codec); http/ may use auth/
 #   events/            webhooks (SQLite store, outbox, delivery over HTTP): common/, bridge/,
 #                      auth/, http/
 #   directions/        the four directions' wiring: everything above
@@ -42,13 +43,14 @@ declare -A allowed=(
   [bridge/relay]="common bridge/jsonrpc bridge/protocol bridge/relay"
   [bridge/modern]="$core"
   [config]="common bridge/protocol config"
+  [loop]="common loop"
   [mqtt/codec]="mqtt/codec"
   [mqtt/protocol]="common mqtt/codec mqtt/protocol"
-  [mqtt]="$core mqtt mqtt/codec mqtt/protocol"
-  [http]="$core auth http"
+  [mqtt]="$core loop mqtt mqtt/codec mqtt/protocol"
+  [http]="$core auth loop http"
   [stdio]="$core stdio"
   [events]="$core auth http events"
-  [directions]="$core auth config mqtt mqtt/codec http stdio events directions"
+  [directions]="$core auth config loop mqtt mqtt/codec http stdio events directions"
   [daemon]="$core auth config directions daemon"
 )
 # The folder a path belongs to, for the rules above: bridge/ and mqtt/codec/ by subfolder.
@@ -62,7 +64,7 @@ folder_of() {
   esac
 }
 # Every top-level folder that holds sources of ours, so that an include of one is recognised.
-ours="common|auth|bridge|config|mqtt|http|stdio|events|directions|daemon|tests|bench"
+ours="common|auth|bridge|config|loop|mqtt|http|stdio|events|directions|daemon|tests|bench"
 
 status=0
 while IFS= read -r file; do
@@ -92,7 +94,7 @@ while IFS= read -r file; do
       status=1
     done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]+<(boost|mqtt|MQTT|rapidjson|spdlog|openssl|sqlite)' "$file" || true)
   fi
-done < <(find common auth bridge config mqtt http stdio events directions daemon \
+done < <(find common auth bridge config loop mqtt http stdio events directions daemon \
            \( -name '*.cpp' -o -name '*.hpp' \) 2>/dev/null | sort)
 
 # The core and auth/ have no I/O library in them (style.md: protocol cores without I/O).

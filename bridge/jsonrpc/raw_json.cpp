@@ -1,5 +1,7 @@
 #include "bridge/jsonrpc/raw_json.hpp"
 
+#include <rapidjson/document.h>
+
 namespace mcpmqtt::raw_json {
 
 namespace {
@@ -122,6 +124,20 @@ std::optional<std::string> with_member(std::string_view text, std::string_view n
   if (!found) add(name, value);
   out.push_back('}');
   return out;
+}
+
+std::optional<std::string> string_value(std::string_view value) {
+  if (value.size() < 2 || value.front() != '"' || value.back() != '"') return std::nullopt;
+  const auto inner = value.substr(1, value.size() - 2);
+  if (inner.find('\\') == std::string_view::npos) {
+    if (inner.find('"') != std::string_view::npos) return std::nullopt;
+    return std::string(inner);
+  }
+  // Escapes (rare in the values read this way): the JSON parser decodes them.
+  rapidjson::Document d;
+  d.Parse(value.data(), value.size());
+  if (d.HasParseError() || !d.IsString()) return std::nullopt;
+  return std::string(d.GetString(), d.GetStringLength());
 }
 
 }  // namespace mcpmqtt::raw_json

@@ -25,6 +25,9 @@ struct Member {
 std::optional<std::vector<Member>> members(std::string_view text);
 // The text of the member `name` of the object `text`, if there is one.
 std::optional<std::string_view> member(std::string_view text, std::string_view name);
+// The string a JSON string literal `value` (a member's text, quotes included) stands for, escapes
+// decoded; nullopt when `value` is not a string.
+std::optional<std::string> string_value(std::string_view value);
 // The object `text` with member `name` set to `value` (JSON text): in its place when present,
 // else appended; every other member as written.
 std::optional<std::string> with_member(std::string_view text, std::string_view name,

@@ -23,6 +23,9 @@ std::optional<jsonrpc::Id> cancelled_id(const jsonrpc::Message& m) {
 }
 
 constexpr int kProgressCapFactor = 10;
+// A session whose next request came within this long after it had nothing in flight keeps the
+// timeouts' timer when it has nothing in flight again.
+constexpr auto kKeepTimerGap = std::chrono::seconds(1);
 
 metrics::Gauge& sessions_gauge(const std::string& direction) {
   return metrics::registry().gauge("mcpmqtt_sessions", "MCP sessions open, by direction.",
@@ -153,6 +156,10 @@ void Splice::on_request(Side from, jsonrpc::Message m) {
   p.progress_token = m.progress_token();
   p.timeout = options_.timeout_for ? options_.timeout_for(p.method) : std::chrono::milliseconds{0};
   p.started = scheduler_.now();
+  if (idle_since_) {
+    quick_return_ = p.started - *idle_since_ < kKeepTimerGap;
+    idle_since_.reset();
+  }
   if (p.timeout.count() > 0) {
     p.deadline_cap = p.started + p.timeout * kProgressCapFactor;
     arm(p, p.started + p.timeout);
@@ -184,6 +191,16 @@ void Splice::arm_deadline_timer(Scheduler::Clock::time_point at) {
 void Splice::cancel_deadline_timer() {
   if (deadline_timer_) scheduler_.cancel(deadline_timer_);
   deadline_timer_ = 0;
+}
+
+void Splice::drop_idle_deadline_timer() {
+  if (!from_client_.empty() || !from_server_.empty()) return;
+  idle_since_ = scheduler_.now();
+  // With nothing in flight the timer can only fire to find nothing due: a daemon holding
+  // thousands of quiet sessions would pay each of those wake-ups, on memory long unused (issue
+  // 34). A session that came back within moments last time (one call after another) keeps it
+  // for its next request instead: cancelling and arming per request costs every call.
+  if (deadline_timer_ && !quick_return_) cancel_deadline_timer();
 }
 
 void Splice::on_deadline() {
@@ -245,6 +262,7 @@ void Splice::on_response(Side from, jsonrpc::Message m) {
                                           : RequestMeters::Outcome::error,
         &it->second);
   map.erase(it);
+  drop_idle_deadline_timer();
   channel(requester).send(std::move(m));
 }
 
@@ -261,6 +279,7 @@ void Splice::on_notification(Side from, jsonrpc::Message m) {
     }
     count(from, it->second.method, RequestMeters::Outcome::cancelled);
     map.erase(it);
+    drop_idle_deadline_timer();
     channel(other(from)).send(std::move(m));
     return;
   }

@@ -130,11 +130,13 @@ class Splice : public std::enable_shared_from_this<Splice> {
   void on_response(Side from, jsonrpc::Message m);
   void on_notification(Side from, jsonrpc::Message m);
   // Relayed requests' timeouts share one timer, armed for the earliest deadline: a request
-  // costs no timer of its own, and its response cancels nothing.
+  // costs no timer of its own; when nothing is left in flight the timer goes, unless the
+  // session's requests come one after another.
   void arm(PendingRequest& p, Scheduler::Clock::time_point deadline);
   void arm_deadline_timer(Scheduler::Clock::time_point at);
   void on_deadline();
   void cancel_deadline_timer();
+  void drop_idle_deadline_timer();
   void on_timeout(Side requester, const jsonrpc::Id& id);
   void on_bridge_timeout(const jsonrpc::Id& id);
   void on_side_closed(Side side, const CloseReason& why);
@@ -161,6 +163,10 @@ class Splice : public std::enable_shared_from_this<Splice> {
   RequestMeters* meters_ = nullptr;  // null: not counted
   Scheduler::TimerId deadline_timer_ = 0;
   Scheduler::Clock::time_point deadline_timer_at_{};
+  // Since when nothing has been in flight, and whether the last request came soon after such a
+  // moment (drop_idle_deadline_timer).
+  std::optional<Scheduler::Clock::time_point> idle_since_;
+  bool quick_return_ = false;
   std::uint64_t next_deadline_seq_ = 1;
   bool started_ = false;
   bool closed_ = false;

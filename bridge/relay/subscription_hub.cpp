@@ -338,10 +338,14 @@ SubscriptionHub::Actions SubscriptionHub::from_server(const jsonrpc::Message& m)
     if (initialize_id_ && m.id() == *initialize_id_) {
       initialize_id_.reset();
       if (m.kind() == jsonrpc::Kind::result) {
-        const auto* caps = member(m.result_value(), "capabilities");
+        // From the text: a document built here would stay with the response, which the HTTP
+        // session keeps for Last-Event-ID (about 0.8 KiB of every idle session, issue 34).
+        const auto result = raw_json::member(m.text(), "result");
+        const auto caps = result ? raw_json::member(*result, "capabilities") : std::nullopt;
         auto flag = [&](const char* cap, const char* name) {
-          const auto* v = member(member(caps, cap), name);
-          return v && v->IsBool() && v->GetBool();
+          const auto c = caps ? raw_json::member(*caps, cap) : std::nullopt;
+          const auto v = c ? raw_json::member(*c, name) : std::nullopt;
+          return v == "true";
         };
         caps_.tools = flag("tools", "listChanged");
         caps_.prompts = flag("prompts", "listChanged");

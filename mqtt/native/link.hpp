@@ -17,15 +17,17 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/buffer.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
 
+#include "loop/timer_list.hpp"
 #include "mqtt/engine.hpp"
 #include "mqtt/protocol/client_protocol.hpp"
 
 namespace mcpmqtt::mqtt::native {
 
-class Link : public std::enable_shared_from_this<Link>, private protocol::ClientProtocol::Io {
+class Link : public std::enable_shared_from_this<Link>,
+             private protocol::ClientProtocol::Io,
+             private loop::TimerList::Target {
  public:
   // Made by make_link() for the transport the parameters name.
   static std::shared_ptr<Link> make(boost::asio::any_io_executor strand, EngineConnect params,
@@ -86,11 +88,16 @@ class Link : public std::enable_shared_from_this<Link>, private protocol::Client
   void finish() override { transport_finish(); }
   void close() override { transport_close(); }
   void arm_timer(protocol::ClientProtocol::Clock::time_point at) override;
-  void cancel_timer() override { timer_.cancel(); }
+  void cancel_timer() override;
   void post(std::function<void()> fn) override;
+  // loop::TimerList::Target
+  void on_due(std::uint64_t generation) override;
 
   protocol::ClientProtocol protocol_;
-  boost::asio::steady_timer timer_;
+  // The protocol's one timer is an entry in the io_context's TimerList; the generation tells
+  // the entry armed last from one already on its way when the protocol armed again.
+  loop::TimerList& timers_;
+  std::uint64_t timer_generation_ = 0;
   std::vector<boost::asio::const_buffer> buffers_;
 
  protected:

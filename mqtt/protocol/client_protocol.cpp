@@ -13,6 +13,10 @@ namespace {
 // size of the packet being read, and shrinks back once a large packet has been handled.
 constexpr std::size_t kInitialRead = 512;
 constexpr std::size_t kShrinkAbove = 64 * 1024;
+// A written batch keeps its buffer for the next one only when it is this small (acknowledgements,
+// PINGREQ, most PUBLISH headers): CONNECT's and a large header's go, not to be held by every idle
+// connection (issue 34).
+constexpr std::size_t kKeepBatchBytes = 256;
 // A graceful close waits this long for the broker to close its side after our DISCONNECT.
 constexpr auto kFinishWait = std::chrono::seconds(1);
 
@@ -20,7 +24,7 @@ constexpr auto kFinishWait = std::chrono::seconds(1);
 
 void ClientProtocol::Batch::clear() {
   // Keep the capacity of a small batch (the next one reuses it), not of a large one.
-  if (bytes.capacity() > kShrinkAbove)
+  if (bytes.capacity() > kKeepBatchBytes)
     std::string().swap(bytes);
   else
     bytes.clear();
@@ -229,7 +233,14 @@ void ClientProtocol::handle_connack(const codec::Connack& p) {
   // §3.2.2.3.14: the broker's Server Keep Alive replaces ours.
   keep_alive_ =
       std::chrono::seconds(ack.server_keep_alive ? *ack.server_keep_alive : params_.keep_alive_s);
+  grid_ = std::min<Clock::duration>(params_.keep_alive_grid, keep_alive_ / 4);
   state_ = State::connected;
+  // CONNECT is written (its bytes were copied into the batch): what only it needed goes, a few
+  // hundred bytes of each of an ingress's thousands of idle connections (issue 34).
+  params_.will.reset();
+  UserProperties().swap(params_.user_properties);
+  params_.username.reset();
+  params_.password.reset();
   arm_timer();
   auto done = std::move(connect_done_);
   connect_done_ = {};
@@ -269,11 +280,27 @@ void ClientProtocol::handle_publish(const codec::Publish& p) {
     if (state_ == State::closed) return;
   }
   if (p.qos == 1) {
-    send_ack(codec::PacketType::puback, p.packet_id);
+    queue_ack(codec::PacketType::puback, p.packet_id);
   } else if (p.qos == 2) {
     qos2_received_.insert(p.packet_id);
-    send_ack(codec::PacketType::pubrec, p.packet_id);
+    queue_ack(codec::PacketType::pubrec, p.packet_id);
   }
+}
+
+void ClientProtocol::queue_ack(codec::PacketType type, std::uint16_t packet_id) {
+  const auto before = filling_.bytes.size();
+  if (!codec::encode_ack(filling_.bytes, type, packet_id, codec::reason::success)) return;
+  queue_encoded(before);
+  if (acks_posted_) return;
+  acks_posted_ = true;
+  // Written after what the message's delivery started (a response passed on to its HTTP client,
+  // a request to its child), and together with the acknowledgements of the other publications
+  // of the same read: the acknowledgement is not on the message's path (issue 34). The owner's
+  // post keeps it alive until this runs.
+  io_.post([this] {
+    acks_posted_ = false;
+    flush();
+  });
 }
 
 void ClientProtocol::send_ack(codec::PacketType type, std::uint16_t packet_id,
@@ -720,14 +747,37 @@ void ClientProtocol::arm_timer() {
       // §3.1.2.10: something goes to the broker within each Keep Alive; a broker silent for
       // one and a half of them is gone (as a broker treats its clients).
       if (keep_alive_.count() == 0) return;
-      at = std::min(last_received_ + keep_alive_ * 3 / 2, last_sent_ + keep_alive_);
-      if (!ping_outstanding_) at = std::min(at, last_received_ + keep_alive_);
+      at = std::min(lost_at(), ping_at());
       break;
     }
     case State::idle:
       return;
   }
   io_.arm_timer(at);
+}
+
+// On the grid (EngineConnect::keep_alive_grid), a PINGREQ is due at the step at or before its
+// deadline, so that it is never late (§3.1.2.10 bounds the time between our packets); a broker
+// is lost at the step at or after its deadline, so that it is never found lost early. Without a
+// grid both are the deadlines themselves.
+ClientProtocol::Clock::time_point ClientProtocol::on_grid(Clock::time_point t, bool up) const {
+  if (grid_.count() <= 0) return t;
+  const auto since = t.time_since_epoch();
+  auto steps = since / grid_;
+  if (up && since % grid_ != Clock::duration::zero()) ++steps;
+  return Clock::time_point(steps * grid_);
+}
+
+ClientProtocol::Clock::time_point ClientProtocol::lost_at() const {
+  return on_grid(last_received_ + keep_alive_ * 3 / 2, true);
+}
+
+ClientProtocol::Clock::time_point ClientProtocol::ping_at() const {
+  // Something goes out within each Keep Alive; a broker quiet for one is asked whether it is
+  // still there (one PINGREQ outstanding at a time).
+  auto due = last_sent_ + keep_alive_;
+  if (!ping_outstanding_) due = std::min(due, last_received_ + keep_alive_);
+  return on_grid(due, false);
 }
 
 void ClientProtocol::on_timer() {
@@ -750,13 +800,11 @@ void ClientProtocol::on_timer() {
       return;
     case State::connected: {
       if (keep_alive_.count() == 0) return;
-      if (now - last_received_ >= keep_alive_ * 3 / 2) {
+      if (now >= lost_at()) {
         return lose("nothing from the broker for " + log::duration_text(keep_alive_ * 3 / 2) +
                     " (keep-alive " + log::duration_text(keep_alive_) + ")");
       }
-      const bool send_due = now - last_sent_ >= keep_alive_;
-      const bool quiet = now - last_received_ >= keep_alive_ && !ping_outstanding_;
-      if (send_due || quiet) {
+      if (now >= ping_at()) {
         // §3.12: PINGREQ keeps the connection alive and proves the broker still is.
         const auto before = filling_.bytes.size();
         codec::encode_pingreq(filling_.bytes);

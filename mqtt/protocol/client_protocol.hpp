@@ -55,7 +55,8 @@ class ClientProtocol {
     // on_timer at `at`, replacing the one armed before; cancel_timer disarms it.
     virtual void arm_timer(Clock::time_point at) = 0;
     virtual void cancel_timer() = 0;
-    // Runs `fn` later on the strand (a completion must not run inside the caller's call).
+    // Runs `fn` later on the strand (a completion must not run inside the caller's call); the
+    // owner keeps the machine alive until it has run.
     virtual void post(std::function<void()> fn) = 0;
   };
   enum class WriteResult { ok, failed, aborted };
@@ -81,6 +82,9 @@ class ClientProtocol {
   // Writes started so far: an Io can tell whether handling a read wrote something back (a
   // PUBACK, which carries the TCP ACK of what was read).
   std::uint64_t writes_started() const { return writes_started_; }
+  // Acknowledgements of received publications queued to go out shortly (they carry the TCP ACK
+  // of what was read).
+  bool acks_posted() const { return acks_posted_; }
 
   // ---- the Io's reports ----------------------------------------------------------------------
   // `why` says which step failed when !ok.
@@ -139,16 +143,23 @@ class ClientProtocol {
   void queue_payload(std::shared_ptr<const std::string> payload);
   void send_ack(codec::PacketType type, std::uint16_t packet_id,
                 std::uint8_t reason_code = codec::reason::success);
+  // PUBACK or PUBREC of a publication just delivered: written on the next turn of the strand.
+  void queue_ack(codec::PacketType type, std::uint16_t packet_id);
   // Starts a write of what is queued, unless one is in flight or the link cannot write.
   void flush();
   void write_now();
   std::uint16_t allocate_packet_id();
   void arm_timer();
+  Clock::time_point on_grid(Clock::time_point t, bool up) const;
+  // When a silent broker is lost, and when the next PINGREQ is due (connected, keep-alive on).
+  Clock::time_point lost_at() const;
+  Clock::time_point ping_at() const;
   void fail_soon(AckDone done, std::string why);
   std::string describe_reason(std::uint8_t code, const codec::Properties& props) const;
 
   Io& io_;
-  const EngineConnect params_;
+  // Once connected, without what only CONNECT needed (will, user properties, credentials).
+  EngineConnect params_;
   Events events_;
   ConnectDone connect_done_;
   State state_ = State::idle;
@@ -163,6 +174,7 @@ class ClientProtocol {
   std::vector<std::string_view> buffers_;
   bool write_in_flight_ = false;
   std::uint64_t writes_started_ = 0;
+  bool acks_posted_ = false;
   bool disconnect_queued_ = false;
 
   // Broker limits from CONNACK.
@@ -187,6 +199,7 @@ class ClientProtocol {
   // Keep-alive (MQTT 5.0 §3.1.2.10) and the connect deadline share one timer.
   Clock::time_point last_sent_{}, last_received_{}, deadline_{};
   std::chrono::milliseconds keep_alive_{0};
+  Clock::duration grid_{0};  // EngineConnect::keep_alive_grid, at most a quarter of keep_alive_
   bool ping_outstanding_ = false;
 
   std::function<void()> disconnect_done_;

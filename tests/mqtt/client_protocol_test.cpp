@@ -192,6 +192,7 @@ class ScriptedBroker final : public ClientProtocol::Io {
       if (m.response_topic) msg.response_topic = std::string(*m.response_topic);
       if (m.correlation_data) msg.correlation_data = std::string(*m.correlation_data);
       messages.push_back(std::move(msg));
+      sent_at_delivery.push_back(sent_.size() + (write_pending_ ? 1 : 0));
     };
     ev.on_lost = [this](const std::string& why) {
       lost.push_back(why);
@@ -302,6 +303,9 @@ class ScriptedBroker final : public ClientProtocol::Io {
   std::vector<std::string> lost;
   std::vector<Clock::duration> lost_at;  // elapsed() at each loss
   std::vector<Message> messages;
+  // How many packets had been written (or were being written) as each message was delivered.
+  std::vector<std::size_t> sent_at_delivery;
+  std::size_t writes = 0;  // write() calls: one per batch of packets
   std::size_t pings = 0;
 
   bool io_closed() const { return io_closed_; }
@@ -319,6 +323,7 @@ class ScriptedBroker final : public ClientProtocol::Io {
   }
   void write(std::span<const std::string_view> buffers) override {
     REQUIRE_FALSE(write_pending_);
+    ++writes;
     for (auto b : buffers)
       written_.append(b);
     write_pending_ = true;
@@ -532,6 +537,63 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "client protocol keep-alive on a grid (issue 34): connections opened at different moments "
+    "ping at the same step, never later than the Keep Alive (MQTT 5.0 §3.1.2.10), and a silent "
+    "broker is lost at the step after 1.5 periods, never before",
+    "[mqtt][protocol][keepalive]") {
+  auto params = default_params();
+  params.keep_alive_s = 30;
+  params.keep_alive_grid = 1s;
+  // The scripted clock starts on a whole second: these connect 300 and 800 ms after one.
+  ScriptedBroker early(params), late(params);
+  early.advance(300ms);
+  late.advance(800ms);
+  early.connect();
+  late.connect();
+  early.answer_pings = late.answer_pings = true;
+  REQUIRE(early.timer());
+  REQUIRE(late.timer());
+  // Their CONNECTs went out 30.3 and 30.8 s before these deadlines; both ping at the 30 s step.
+  CHECK(*early.timer() == *late.timer());
+  early.advance(30s - 300ms - 1ms);
+  CHECK(early.pings == 0);
+  early.advance(1ms);
+  CHECK(early.pings == 1);
+  late.advance(30s - 800ms);
+  CHECK(late.pings == 1);
+
+  // An hour idle: one PINGREQ a period, every one of them on the step both share.
+  early.advance(1h);
+  late.advance(1h);
+  CHECK(early.pings == 121);
+  CHECK(late.pings == 121);
+  CHECK(*early.timer() == *late.timer());
+  CHECK(early.lost.empty());
+
+  // Traffic both ways 400 ms past a step: the next PINGREQ goes at the step before its period
+  // ends, 29.6 s later.
+  early.advance(10s + 400ms);
+  early.client().publish(outgoing("t", "x", 0), {});
+  early.send(publish("in", "x", 0));
+  early.take();
+  early.advance(29s);
+  CHECK(early.take(kPingreq).empty());
+  early.advance(600ms);
+  CHECK(early.take(kPingreq).size() == 1);
+
+  // Silent from 400 ms past a step: lost at the step after 45 s, not before.
+  early.answer_pings = false;
+  early.advance(1s + 400ms);
+  early.send(publish("in", "x", 0));
+  const auto silent_at = early.elapsed();
+  early.advance(2min);
+  REQUIRE(early.lost.size() == 1);
+  CHECK(early.lost[0] == "nothing from the broker for 45 s (keep-alive 30 s)");
+  CHECK(early.lost_at[0] - silent_at >= 45s);
+  CHECK(early.lost_at[0] - silent_at < 46s);
+}
+
 // ---- QoS 1 and 2, both ways ---------------------------------------------------------------------
 
 TEST_CASE(
@@ -576,6 +638,19 @@ TEST_CASE(
   REQUIRE(pubacks.size() == 1);
   CHECK(pubacks[0].packet_id() == 42u);
   CHECK(pubacks[0].reason_code() == 0);
+
+  // Issue 34: the message is handed on before its PUBACK is written (the acknowledgement is not
+  // on the message's path), and the PUBACKs of what one read brought go out in one write.
+  broker.sent_at_delivery.clear();
+  const auto writes = broker.writes;
+  broker.send(publish("in/a", "1", 1, 43) + publish("in/b", "2", 1, 44) + publish("in/c", "3", 0));
+  REQUIRE(broker.messages.size() == 4);
+  CHECK(broker.sent_at_delivery == std::vector<std::size_t>{0, 0, 0});
+  pubacks = broker.take(kPuback);
+  REQUIRE(pubacks.size() == 2);
+  CHECK(pubacks[0].packet_id() == 43u);
+  CHECK(pubacks[1].packet_id() == 44u);
+  CHECK(broker.writes == writes + 1);
 }
 
 TEST_CASE(

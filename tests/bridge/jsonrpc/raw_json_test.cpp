@@ -31,3 +31,19 @@ TEST_CASE("raw_json: what is not an object is refused", "[raw_json]") {
   CHECK_FALSE(raw_json::members(R"({"a":"x)"));
   CHECK_FALSE(raw_json::members(""));
 }
+
+TEST_CASE("raw_json: a member's string value, escapes decoded, and anything else is not a string",
+          "[raw_json]") {
+  CHECK(raw_json::string_value(R"("2025-06-18")") == "2025-06-18");
+  CHECK(raw_json::string_value(R"("")") == "");
+  CHECK(raw_json::string_value(R"("a\"b\u00e9\n")") == "a\"b\xc3\xa9\n");
+  CHECK_FALSE(raw_json::string_value("12"));
+  CHECK_FALSE(raw_json::string_value("null"));
+  CHECK_FALSE(raw_json::string_value(R"({"a":"b"})"));
+  CHECK_FALSE(raw_json::string_value(R"(")"));
+  CHECK_FALSE(raw_json::string_value(R"("a"b")"));
+  const auto text = std::string(R"({"result":{"protocolVersion":"2025-11-25","x":1}})");
+  const auto result = raw_json::member(text, "result");
+  REQUIRE(result);
+  CHECK(raw_json::string_value(*raw_json::member(*result, "protocolVersion")) == "2025-11-25");
+}

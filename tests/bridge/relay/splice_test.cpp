@@ -65,15 +65,54 @@ TEST_CASE("splice: messages pass both ways unchanged, each request matched to it
         std::vector<std::string>{R"({"jsonrpc":"2.0","id":1,"result":{"content":[]}})"});
   CHECK(f.splice->pending(Splice::Side::client) == 0);
   CHECK(f.splice->pending(Splice::Side::server) == 0);
-  // The timeouts' shared timer may still be armed; when it fires nothing is due.
+  // Nothing in flight, no timer: a session that goes quiet leaves none to fire (issue 34).
+  CHECK(f.clock.armed() == 0);
   f.clock.advance(std::chrono::minutes(10));
   CHECK(f.client->sent.empty());
   CHECK(f.server->sent.empty());
-  CHECK(f.clock.armed() == 0);
   // Notifications pass through too.
   f.server->inject(
       R"({"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}})");
   CHECK(f.client->take().size() == 1);
+}
+
+TEST_CASE(
+    "splice (issue 34): the timeouts' timer stays for a session asking one request after "
+    "another, and goes when nothing is in flight after a pause or the first request",
+    "[splice]") {
+  SpliceFixture f;
+  auto call = [&](int id) {
+    f.client->inject(R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
+                     R"(,"method":"tools/call","params":{"name":"echo"}})");
+    f.server->take();
+    f.server->inject(R"({"jsonrpc":"2.0","id":)" + std::to_string(id) + R"(,"result":{}})");
+    REQUIRE(f.client->take().size() == 1);
+  };
+  call(1);  // the first: nothing to tell the pace by
+  CHECK(f.clock.armed() == 0);
+  f.clock.advance(10ms);
+  call(2);  // soon after: the next is likely soon too
+  CHECK(f.clock.armed() == 1);
+  f.clock.advance(10ms);
+  call(3);
+  CHECK(f.clock.armed() == 1);
+  // The timer kept finds nothing due when it fires, and is not armed again.
+  f.clock.advance(std::chrono::minutes(2));
+  CHECK(f.clock.armed() == 0);
+  CHECK(f.client->sent.empty());
+  call(4);  // after a pause
+  CHECK(f.clock.armed() == 0);
+  // And a timer kept still times out what is asked next.
+  f.clock.advance(10ms);
+  call(5);
+  CHECK(f.clock.armed() == 1);
+  f.clock.advance(10ms);
+  f.client->inject(R"({"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"echo"}})");
+  f.server->take();
+  f.clock.advance(60s);
+  const auto timed_out = f.client->take();
+  REQUIRE(timed_out.size() == 1);
+  CHECK(timed_out[0].find("-32001") != std::string::npos);
 }
 
 TEST_CASE(
