@@ -139,7 +139,7 @@ struct Settings {
   std::size_t payload_bytes = 1024 * 1024;
   std::size_t in_flight = 4;
   int qos = 1;          // mqtt.qos of both bridge processes, and the floor's QoS
-  int keepalive_s = 0;  // scenario 3's ingress: mqtt.keepalive_s (0: the daemon's default)
+  int keepalive_s = 0;  // scenario 3's ingress: mqtt.session_keepalive_s (0: the default)
   int threads = 0;      // daemon.threads of both bridge processes (0: the daemon's default)
   // Scenario 3: how long the open sessions idle while CPU is measured; 0: one keep-alive
   // interval of the ingress's session connections and 5 s more, so that every connection's
@@ -147,7 +147,7 @@ struct Settings {
   int idle_seconds = 0;
   int idle_window() const {
     if (idle_seconds > 0) return idle_seconds;
-    return (keepalive_s > 0 ? keepalive_s : config::MqttConfig{}.keepalive_s) + 5;
+    return (keepalive_s > 0 ? keepalive_s : config::MqttConfig{}.session_keepalive_s) + 5;
   }
   // Scenario 1's OAuth series (--oauth): the algorithms of their tokens, none when empty.
   std::vector<std::string> oauth;
@@ -302,6 +302,15 @@ std::map<std::string, std::string> engine_env(Engine e) {
 
 // --threads: the bridge processes' daemon.threads (set in main).
 int g_threads = 0;
+// --heap: the bridge processes' heap as the systemd unit and the image run it (GLIBC_TUNABLES:
+// transparent huge pages, docs/http-ingress.md "Capacity") or glibc's default (4 KiB pages where
+// the kernel gives huge ones only on request). The broker and the servers run as they ship.
+bool g_huge_heap = true;
+std::map<std::string, std::string> bridge_env(Engine e) {
+  auto env = engine_env(e);
+  if (g_huge_heap) env["GLIBC_TUNABLES"] = "glibc.malloc.hugetlb=1";
+  return env;
+}
 std::string daemon_section() {
   return g_threads > 0 ? R"(, "daemon": {"threads": )" + std::to_string(g_threads) + "}" : "";
 }
@@ -318,7 +327,7 @@ struct Ingress {
     std::ostringstream cfg;
     cfg << R"({"mqtt": {"url": ")" << broker_url << R"(", "client": ")" << name(engine)
         << R"(", "qos": )" << qos;
-    if (keepalive_s > 0) cfg << R"(, "keepalive_s": )" << keepalive_s;
+    if (keepalive_s > 0) cfg << R"(, "session_keepalive_s": )" << keepalive_s;
     cfg << "},"
         << R"("http": {)"
         << R"("listen": "127.0.0.1:)" << port << R"(", "limits": {"max_sessions": )"
@@ -327,7 +336,7 @@ struct Ingress {
         << R"("ingress": {"default_server": ")" << kServer << "\"" << ingress_more << "},"
         << R"("log": {"level": "warn"})" << daemon_section() << "}";
     proc = std::make_unique<test::BridgeProcess>(std::vector<std::string>{}, cfg.str(),
-                                                 engine_env(engine));
+                                                 bridge_env(engine));
     if (!test::wait_for_port(port, 20s)) throw std::runtime_error("the ingress did not listen");
   }
   tcp::endpoint ep() const { return loopback(port); }
@@ -346,7 +355,7 @@ struct Egress {
         << R"("mcpServers": {")" << kServer << R"(": {"command": ")" MCPMQTT_TEST_SERVER << R"("}})"
         << daemon_section() << "}";
     proc = std::make_unique<test::BridgeProcess>(std::vector<std::string>{}, cfg.str(),
-                                                 engine_env(engine));
+                                                 bridge_env(engine));
     find_server_id(broker_url, kServer);  // online
   }
 };
@@ -1153,6 +1162,8 @@ void scenario_throughput(const Settings& s) {
 struct Sessions {
   std::size_t asked = 0, opened = 0, failed = 0, sampled = 0, answered = 0;
   double open_s = 0, idle_kib = 0, open_kib = 0, idle_cpu = 0, per_session_kib = 0;
+  // The broker's side of the same, for projecting beyond this machine (bench/README.md).
+  double broker_idle_kib = 0, broker_open_kib = 0, broker_idle_cpu = 0;
 };
 
 Sessions sessions_cell(const Settings& s, Cell c) {
@@ -1185,6 +1196,7 @@ Sessions sessions_cell(const Settings& s, Cell c) {
   }
   std::this_thread::sleep_for(500ms);
   r.idle_kib = static_cast<double>(rss_kib(ingress.proc->pid()));
+  r.broker_idle_kib = static_cast<double>(rss_kib(broker->pid()));
 
   constexpr std::size_t kOpeners = 16;
   std::vector<std::vector<std::string>> ids(kOpeners);
@@ -1209,14 +1221,17 @@ Sessions sessions_cell(const Settings& s, Cell c) {
   r.failed = failed;
   std::this_thread::sleep_for(2s);  // settle: every MQTT connection is up and subscribed
   r.open_kib = static_cast<double>(rss_kib(ingress.proc->pid()));
+  r.broker_open_kib = static_cast<double>(rss_kib(broker->pid()));
   for (auto& v : ids)
     r.opened += v.size();
   std::cerr << "  " << r.opened << " sessions open after " << fmt("%.1f", r.open_s)
             << " s; the ingress idles for " << s.idle_window() << " s\n";
   // What holding them costs when nothing happens: keep-alives, timers.
   const double cpu0 = cpu_seconds(ingress.proc->pid());
+  const double broker_cpu0 = cpu_seconds(broker->pid());
   std::this_thread::sleep_for(std::chrono::seconds(s.idle_window()));
   r.idle_cpu = (cpu_seconds(ingress.proc->pid()) - cpu0) / s.idle_window();
+  r.broker_idle_cpu = (cpu_seconds(broker->pid()) - broker_cpu0) / s.idle_window();
   // Every session still answers: a call in each of a sample of them.
   {
     McpHttpClient client(ingress.ep(), ingress.host());
@@ -1280,6 +1295,15 @@ void scenario_sessions(const Settings& s) {
                     each(cells, [](const Sessions& r) { return fmt("%.1f", r.per_session_kib); }),
                     "", "", "≤ 16",
                     met(cells, [](const Sessions& r) { return r.per_session_kib <= 16; })});
+  g_rows.push_back({"", "broker: memory per session, KiB; CPU while they idle, % of one core",
+                    each(cells,
+                         [](const Sessions& r) {
+                           return fmt("%.1f",
+                                      (r.broker_open_kib - r.broker_idle_kib) /
+                                          static_cast<double>(std::max<std::size_t>(1, r.opened))) +
+                                  "; " + fmt("%.1f", r.broker_idle_cpu * 100);
+                         }),
+                    "", "", "", ""});
 }
 
 struct Payload {
@@ -1399,8 +1423,10 @@ void print_table(const Settings& s) {
       "native or paho, at QoS %d, against Mosquitto as shipped (\"default broker\": Nagle's "
       "algorithm on) or with set_tcp_nodelay true (\"tuned broker\"); a fresh broker for each "
       "column of scenarios 2-4. supergateway and the stdio server use no broker. Targets are "
-      "checked on the native engine and the default broker.\n",
-      s.qos);
+      "checked on the native engine and the default broker. The bridge's heap: %s.\n",
+      s.qos,
+      g_huge_heap ? "on transparent huge pages, as the systemd unit and the image run it"
+                  : "glibc's default (--heap default)");
   if (s.only.count(1))
     std::printf(
         "Scenario 1: (a) raw MQTT floor, per column: native: two mqtt::BrokerConnection on the "
@@ -1463,14 +1489,14 @@ int main(int argc, char** argv) {
       "                     [--concurrency 64] [--sessions 10000] [--paho-sessions 5000]\n"
       "                     [--idle-seconds 10] [--keepalive 0] [--payload-kib 1024]\n"
       "                     [--in-flight 4] [--qos 1] [--threads 0] [--oauth none]\n"
-      "                     [--replicas none]\n"
+      "                     [--replicas none] [--heap huge]\n"
       "--engines: mqtt.client of the bridge processes; --brokers: Mosquitto as shipped (default)\n"
       "  or with set_tcp_nodelay true (tuned); the table has a column per combination\n"
       "  (scenario 4 runs on the default broker only)\n"
       "--requests: calls per latency series, each stopping after --latency-cap-s seconds\n"
       "--sessions / --paho-sessions: scenario 3's sessions with the native / Paho engine (Paho:\n"
       "  5000, or --sessions when fewer)\n"
-      "--keepalive: scenario 3's mqtt.keepalive_s, 0 for the daemon's default\n"
+      "--keepalive: scenario 3's mqtt.session_keepalive_s, 0 for the daemon's default\n"
       "--idle-seconds: scenario 3's window for idle CPU, 0 for one keep-alive interval and 5 s\n"
       "--threads: daemon.threads of both bridge processes, 0 for the daemon's default\n"
       "--oauth: scenario 1 also through ingresses that are OAuth resource servers (http.oauth),\n"
@@ -1479,7 +1505,9 @@ int main(int argc, char** argv) {
       "  ingress's cache) and a fresh token each call (verified each time); none: no OAuth\n"
       "--replicas: 2025: scenario 1 also through ingress replicas with one secret\n"
       "  (ingress.replicas): calls in a 2025 session on its own replica, and relayed to it from\n"
-      "  another replica; none: no replicas\n";
+      "  another replica; none: no replicas\n"
+      "--heap: huge: the bridge processes' heap on transparent huge pages, as the systemd unit\n"
+      "  and the image run them (GLIBC_TUNABLES=glibc.malloc.hugetlb=1); default: glibc's\n";
   const int rc = parse_options(argc, argv, usage, [&](const std::string& a, const std::string& v) {
     if (a == "--only") {
       s.only.clear();
@@ -1515,6 +1543,9 @@ int main(int argc, char** argv) {
     } else if (a == "--threads") {
       s.threads = std::stoi(v);
       if (s.threads < 0 || s.threads > 64) throw std::invalid_argument("threads");
+    } else if (a == "--heap") {
+      if (v != "huge" && v != "default") throw std::invalid_argument("heap");
+      g_huge_heap = v == "huge";
     } else if (a == "--oauth") {
       s.oauth.clear();
       if (v == "none") return true;

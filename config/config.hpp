@@ -65,6 +65,9 @@ struct MqttConfig {
   SessionCredentials session_credentials = SessionCredentials::shared;
   TlsConfig tls;
   int keepalive_s = 30;
+  // The keep-alive of each ingress session's own connection (one per MCP session): an ingress
+  // holding thousands of idle sessions pings the broker for each (issue 34, bench/README.md).
+  int session_keepalive_s = 60;
   // QoS of everything the bridge publishes and subscribes to: 1 (the broker acknowledges each
   // publication and paces them by its Receive Maximum) or 0 (no acknowledgements: half the
   // packets per message). Sessions never resume (clean start, no expiry), so QoS 1 redelivers

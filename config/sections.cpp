@@ -80,6 +80,7 @@ void read_mqtt_members(ObjectReader& r, MqttConfig& m, std::vector<Problem>& pro
               "expected \"shared\", \"token\" or \"principal\", found \"" + credentials + "\"");
   }
   r.integer("keepalive_s", m.keepalive_s, 5, 3600);
+  r.integer("session_keepalive_s", m.session_keepalive_s, 5, 3600);
   r.integer("qos", m.qos, 0, 1);
   r.millis("connect_timeout", m.connect_timeout_ms, 100, 300000);
   r.integer("reconnect_min_ms", m.reconnect_min_ms, 10, 600000);

@@ -142,6 +142,8 @@ int Daemon::start() {
     });
     boost::asio::post(strand_, [p = presence_] { p->start(); });
 
+    if (auto advice = huge_page_advice()) log::daemon()->info("HTTP ingress: {}", *advice);
+
     Ingress::Options io;
     io.mqtt = cfg_.mqtt;
     io.ingress = cfg_.ingress;

@@ -8,6 +8,9 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
 
 namespace mcpmqtt::daemon {
 
@@ -39,5 +42,15 @@ struct TrimResult {
   std::size_t rss_after_kib = 0;
 };
 TrimResult trim_heap();
+
+// Whether the heap sits on transparent huge pages, from the kernel's setting (the text of
+// /sys/kernel/mm/transparent_hugepage/enabled, "always [madvise] never") and GLIBC_TUNABLES
+// (null when unset): nullopt when it does (or the kernel has none to give), else a sentence for
+// the log saying what to set. An ingress holding thousands of idle sessions touches each one's
+// memory at every keep-alive; on 4 KiB pages that costs it two to three times the CPU
+// (bench/README.md, "Idle sessions").
+std::optional<std::string> huge_page_advice(std::string_view thp_enabled, const char* tunables);
+// The same for this process.
+std::optional<std::string> huge_page_advice();
 
 }  // namespace mcpmqtt::daemon

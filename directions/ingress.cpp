@@ -423,7 +423,7 @@ std::shared_ptr<Ingress> Ingress::create(Options options,
 
 Ingress::Ingress(Options options, std::shared_ptr<bridge::Directory> directory)
     : options_(std::move(options)),
-      broker_(broker_options(options_.mqtt)),
+      broker_(session_connection_options(options_.mqtt)),
       topics_(options_.mqtt.topic_prefix),
       timeouts_(std::make_shared<const config::Timeouts>(options_.timeouts)),
       directory_(std::move(directory)) {}

@@ -87,7 +87,7 @@ class Ingress : public std::enable_shared_from_this<Ingress> {
   void forget(std::uint64_t id);
 
   Options options_;
-  mqtt::BrokerOptions broker_;  // options_.mqtt, mapped once
+  mqtt::BrokerOptions broker_;  // options_.mqtt for session connections, mapped once
   topics::Scheme topics_;       // under options_.mqtt.topic_prefix
   // options_.timeouts, shared by every session's splice rather than copied into each
   std::shared_ptr<const config::Timeouts> timeouts_;

@@ -29,6 +29,12 @@ mqtt::BrokerOptions broker_options(const config::MqttConfig& m) {
   return b;
 }
 
+mqtt::BrokerOptions session_connection_options(const config::MqttConfig& m) {
+  auto b = broker_options(m);
+  b.keepalive_s = m.session_keepalive_s;
+  return b;
+}
+
 Expected<mqtt::BrokerOptions, std::string> session_broker_options(
     const mqtt::BrokerOptions& shared, config::SessionCredentials mode,
     const std::optional<bridge::Principal>& principal) {

@@ -20,6 +20,8 @@ namespace mcpmqtt::directions {
 
 // mqtt.*: where the broker is, the engine, credentials, keep-alive, QoS, backoff.
 mqtt::BrokerOptions broker_options(const config::MqttConfig& mqtt);
+// The same for the connection of each ingress session: mqtt.session_keepalive_s.
+mqtt::BrokerOptions session_connection_options(const config::MqttConfig& mqtt);
 
 // mqtt.session_credentials: the broker options of one ingress session opened for `principal`
 // (none: unknown, as for stdio) — `shared` (the configuration's, broker_options()) with the user

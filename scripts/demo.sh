@@ -58,4 +58,5 @@ Point a Streamable HTTP MCP client at:
   http://127.0.0.1:$http_port/servers                   (the servers online now)
 For example: npx @modelcontextprotocol/inspector, transport "Streamable HTTP", that URL.
 MSG
-./build/daemon/mcp-mqtt-bridge --config "$workdir/bridge.jsonc"
+# As the systemd unit and the image run it: the heap on transparent huge pages.
+GLIBC_TUNABLES=glibc.malloc.hugetlb=1 ./build/daemon/mcp-mqtt-bridge --config "$workdir/bridge.jsonc"

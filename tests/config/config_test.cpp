@@ -231,6 +231,8 @@ TEST_CASE("wrong types and values name the key, the expectation and what was fou
        R"(expected an integer from 5 to 3600, found "30")"},
       {R"({"mqtt": {"keepalive_s": 2.5}})", "mqtt.keepalive_s",
        "expected an integer from 5 to 3600, found a number"},
+      {R"({"mqtt": {"session_keepalive_s": 3601}})", "mqtt.session_keepalive_s",
+       "expected an integer from 5 to 3600, found 3601"},
       {R"({"mqtt": {"qos": 2}})", "mqtt.qos", "expected an integer from 0 to 1, found 2"},
       {R"({"mqtt": {"client_id_prefix": "a/b"}})", "mqtt.client_id_prefix",
        "is part of MQTT client ids and must not contain '/', '+' or '#'"},

@@ -32,3 +32,22 @@ TEST_CASE("memory trim: trimming reports the resident set before and after", "[d
   CHECK(r.rss_before_kib > 0);
   CHECK(r.rss_after_kib > 0);
 }
+
+TEST_CASE(
+    "huge pages (issue 34): advice only where the kernel gives them on request and glibc does "
+    "not ask",
+    "[daemon]") {
+  using mcpmqtt::daemon::huge_page_advice;
+  const auto advice = huge_page_advice("always [madvise] never", nullptr);
+  REQUIRE(advice);
+  CHECK(advice->find("GLIBC_TUNABLES=glibc.malloc.hugetlb=1") != std::string::npos);
+  CHECK(huge_page_advice("always [madvise] never", "glibc.malloc.arena_max=2"));
+  CHECK_FALSE(huge_page_advice("always [madvise] never", "glibc.malloc.hugetlb=1"));
+  CHECK_FALSE(huge_page_advice("always [madvise] never",
+                               "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1"));
+  CHECK_FALSE(huge_page_advice("always [madvise] never", "glibc.malloc.hugetlb=2"));
+  // Every allocation gets them anyway, or none can.
+  CHECK_FALSE(huge_page_advice("[always] madvise never", nullptr));
+  CHECK_FALSE(huge_page_advice("always madvise [never]", nullptr));
+  CHECK_FALSE(huge_page_advice("", nullptr));
+}

@@ -84,4 +84,16 @@ inline std::optional<std::string> unit_value(const Unit& unit, const std::string
   return value;
 }
 
+// Every value of `key` in `section`, in order (for keys that accumulate, such as Environment=).
+inline std::vector<std::string> unit_values(const Unit& unit, const std::string& section,
+                                            const std::string& key) {
+  std::vector<std::string> values;
+  if (auto s = unit.find(section); s != unit.end()) {
+    for (const auto& [k, v] : s->second) {
+      if (k == key) values.push_back(v);
+    }
+  }
+  return values;
+}
+
 }  // namespace mcpmqtt::test::deploy

@@ -1,6 +1,8 @@
 // The systemd unit says what the daemon and its children need: how systemd learns the daemon is
 // up, how it is reloaded and stopped, where children may write, and what is locked away. Read from
 // the file, no systemd needed (systemd-analyze checks it in the integration tier).
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
 #include "config/config.hpp"
@@ -68,8 +70,17 @@ TEST_CASE("systemd unit: children get a writable HOME and cache under a dynamic 
   CHECK(service("CacheDirectory") == "mcp-mqtt-bridge");
   // %S is /var/lib: HOME is the StateDirectory, the one place besides the cache that is writable
   // under ProtectSystem=strict; npx keeps ~/.npm there, uvx ~/.cache and ~/.local.
-  CHECK(service("Environment") == "HOME=%S/mcp-mqtt-bridge");
+  const auto env = unit_values(unit(), "Service", "Environment");
+  CHECK(std::count(env.begin(), env.end(), "HOME=%S/mcp-mqtt-bridge") == 1);
   CHECK(service("WorkingDirectory") == "%S/mcp-mqtt-bridge");
+}
+
+TEST_CASE(
+    "systemd unit: the daemon's heap on transparent huge pages (issue 34: an ingress holding "
+    "thousands of idle sessions)",
+    "[deploy][systemd]") {
+  const auto env = unit_values(unit(), "Service", "Environment");
+  CHECK(std::count(env.begin(), env.end(), "GLIBC_TUNABLES=glibc.malloc.hugetlb=1") == 1);
 }
 
 TEST_CASE("systemd unit: hardening, and what it must leave to Node children", "[deploy][systemd]") {

@@ -500,7 +500,8 @@ TEST_CASE(
   Mosquitto broker;
   TcpProxy path(broker.port());
   Bridge bridge(path.url(), "{" + test_server() + "}", kServer, "", "",
-                kFastReconnect + R"(, "keepalive_s": 5, "connect_timeout_ms": 2000)");
+                kFastReconnect +
+                    R"(, "keepalive_s": 5, "session_keepalive_s": 5, "connect_timeout_ms": 2000)");
   REQUIRE(bridge.proc->wait_for_log("[directory] " + kServer + " online"));
   const pid_t pid = bridge.proc->pid();
   warm_up(bridge);

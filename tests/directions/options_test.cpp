@@ -119,6 +119,12 @@ TEST_CASE("broker_options: every mqtt key reaches the MQTT side", "[directions]"
   CHECK(b.username == "u");
   CHECK(b.password == "p");
   CHECK(b.keepalive_s == 7);
+  // Each ingress session's connection: mqtt.session_keepalive_s, the rest alike.
+  m.session_keepalive_s = 90;
+  const auto s = session_connection_options(m);
+  CHECK(s.keepalive_s == 90);
+  CHECK(s.host == b.host);
+  CHECK(s.username == b.username);
   CHECK(b.qos == 0);
   CHECK(b.connect_timeout_ms == 3000);
   CHECK(b.reconnect_min_ms == 11);
