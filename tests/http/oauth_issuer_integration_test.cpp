@@ -18,6 +18,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <catch2/catch.hpp>
@@ -554,14 +555,24 @@ TEST_CASE(
   CHECK_FALSE(limited.keys->has_kid(again));
   CHECK(as.requests("/jwks") == 2);
 
-  // After it, callers at the same moment share one fetch.
+  // After it, callers at the same moment share one fetch. The loop is held while the three
+  // are posted: otherwise, on a loaded machine, the first one's fetch could finish before the
+  // next is posted, which then (rightly) finds a fetch less than the interval ago.
   std::this_thread::sleep_for(3100ms);
   std::vector<std::future<IssuerKeys::Refreshed>> waits;
   std::vector<std::promise<IssuerKeys::Refreshed>> promises(3);
+  std::promise<void> release;
+  std::promise<void> held;
+  boost::asio::post(loop.executor(), [&release, &held] {
+    held.set_value();
+    release.get_future().wait();
+  });
+  held.get_future().wait();
   for (auto& p : promises) {
     waits.push_back(p.get_future());
     keys->refresh_for_unknown_kid([&p](IssuerKeys::Refreshed x) { p.set_value(std::move(x)); });
   }
+  release.set_value();
   for (auto& w : waits) {
     REQUIRE(w.wait_for(15s) == std::future_status::ready);
     auto x = w.get();
