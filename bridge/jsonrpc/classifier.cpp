@@ -144,7 +144,10 @@ class Classifier {
         return f;
       }
       case Frame::params:
-        if (key == "_meta") return Field::meta;
+        if (key == "_meta") {
+          ++metas_;
+          return Field::meta;
+        }
         // notifications/progress carries its token directly in params (003 §Progress Flow).
         if (key == "progressToken") return Field::progress_token;
         return Field::none;
@@ -152,7 +155,11 @@ class Classifier {
         if (key == "progressToken") return Field::progress_token;
         // 000 §Receiving Notifications: the listen a notification belongs to.
         if (key == "io.modelcontextprotocol/subscriptionId") return Field::subscription_id;
-        if (key == "io.modelcontextprotocol/protocolVersion") out_.meta_protocol_version = true;
+        // In the first _meta only, as RapidJSON's FindMember (and so read_envelope) reads a
+        // params with two: claims_modern and the envelope must agree (the fuzzer found them
+        // apart).
+        if (key == "io.modelcontextprotocol/protocolVersion" && metas_ == 1)
+          out_.meta_protocol_version = true;
         return Field::none;
       case Frame::error:
         if (key == "code") return Field::error_code;
@@ -301,6 +308,7 @@ class Classifier {
   std::vector<Frame> frames_;
   Field pending_ = Field::none;
   std::bitset<16> seen_;
+  unsigned metas_ = 0;  // "_meta" members of params met so far
 };
 
 }  // namespace

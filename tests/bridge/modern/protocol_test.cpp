@@ -50,6 +50,16 @@ TEST_CASE("modern: the claim is params._meta protocolVersion, and only that key"
         std::optional<bool>(true));
   CHECK(msg(R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})").meta_has_protocol_version() ==
         std::optional<bool>(false));
+  // Two _meta members in params: the first counts, for the classifying pass as for the
+  // document's FindMember and so read_envelope (a fuzzer finding: the pass once read any).
+  const std::string second_only =
+      R"({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"x":1},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})";
+  CHECK_FALSE(claims_modern(msg(second_only)));
+  CHECK_FALSE(read_envelope(msg(second_only)));
+  const std::string first_only =
+      R"({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"_meta":{"x":1}}})";
+  CHECK(claims_modern(msg(first_only)));
+  CHECK(msg(first_only).meta_has_protocol_version() == std::optional<bool>(true));
   auto built = jsonrpc::Message::built_notification("notifications/message", "{" + kEnvelope + "}",
                                                     std::nullopt);
   CHECK_FALSE(built.meta_has_protocol_version());
