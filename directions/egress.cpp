@@ -198,6 +198,9 @@ void ExposedServer::start() {
   for (const auto& [method, ms] : options_.timeouts.method_ms)
     longest_ms = std::max(longest_ms, ms);
   o.busy_horizon = std::chrono::milliseconds(longest_ms) + std::chrono::seconds(5);
+  // The initialization (initialize, its response, the client's notifications/initialized) is
+  // bounded as the initialize request is.
+  o.handshake_timeout = std::chrono::milliseconds(options_.timeouts.for_method("initialize"));
   std::weak_ptr<ExposedServer> weak = weak_from_this();
   mqtt::ServerEndpoint::Handlers h;
   h.on_initialize = [weak](std::shared_ptr<mqtt::ClientLink> link, jsonrpc::Message init) {

@@ -130,7 +130,8 @@ ServerEndpoint::ServerEndpoint(boost::asio::any_io_executor strand, StrandFactor
       session_strands_(std::move(session_strands)),
       options_(std::move(options)),
       topics_(options_.broker.topic_prefix),
-      handlers_(std::move(handlers)) {}
+      handlers_(std::move(handlers)),
+      handshake_timer_(strand_) {}
 
 std::uint64_t ServerEndpoint::reconnects() const {
   return reconnects_before_ + (conn_ ? conn_->reconnects() : 0);
@@ -300,8 +301,10 @@ void ServerEndpoint::on_control(const Incoming& in) {
       // come. Repeating it has no effect (docs/brokers.md, Federated brokers).
       log::mqtt()->info("[server {} client {}] initialize repeated; {}", options_.server_name, cid,
                         k.init_reply ? "answering it again" : "its answer is on its way");
-      if (k.init_reply)
+      if (k.init_reply) {
         conn_->publish(topics_.rpc(cid, options_.server_id, options_.server_name), k.init_reply);
+        expect_client(k);
+      }
       return;
     }
     reply_error(cid, msg.id(), jsonrpc::code::invalid_request,
@@ -379,6 +382,9 @@ void ServerEndpoint::on_subscribed(const std::string& cid, bool ok, const std::s
 void ServerEndpoint::on_rpc(const std::string& cid, const Incoming& in) {
   auto it = clients_.find(cid);
   if (it == clients_.end()) return;  // not ours any more; we unsubscribed
+  // Whatever it sends, the client is there (Options::handshake_timeout).
+  it->second.spoke = true;
+  it->second.quiet_until.reset();
   auto body = jsonrpc::parse_body(in.payload, options_.limits);
   if (!body) {
     log::mqtt()->warn("[server {} client {}] bad message on the RPC topic: {}",
@@ -444,8 +450,10 @@ void ServerEndpoint::send_from_link(const std::string& cid, const jsonrpc::Messa
   if (client == clients_.end() || !conn_) return;
   note(client->second, m, /*from_client=*/false);
   if (auto& c = client->second;
-      !c.init_reply && c.init_id && m.is_response() && m.id() == *c.init_id)
+      !c.init_reply && c.init_id && m.is_response() && m.id() == *c.init_id) {
     c.init_reply = m.shared_text();
+    expect_client(c);
+  }
   const std::string topic =
       is_capability_notification(m)
           ? topics_.server_capability(options_.server_id, options_.server_name)
@@ -615,6 +623,49 @@ void ServerEndpoint::end_client(const std::string& cid, bool send_disconnected,
   }
 }
 
+void ServerEndpoint::expect_client(Client& c) {
+  if (c.spoke || options_.handshake_timeout.count() <= 0) return;
+  c.quiet_until = std::chrono::steady_clock::now() + options_.handshake_timeout;
+  arm_sweep(*c.quiet_until);
+}
+
+void ServerEndpoint::arm_sweep(std::chrono::steady_clock::time_point at) {
+  if (sweep_at_ && *sweep_at_ <= at) return;
+  sweep_at_ = at;
+  handshake_timer_.expires_at(at);
+  handshake_timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+    auto self = weak.lock();
+    if (ec || !self) return;
+    self->sweep_at_.reset();
+    self->sweep_quiet_clients();
+  });
+}
+
+void ServerEndpoint::sweep_quiet_clients() {
+  if (stopping_) return;
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<std::string> quiet;
+  std::optional<std::chrono::steady_clock::time_point> next;
+  for (const auto& [cid, c] : clients_) {
+    if (!c.quiet_until) continue;
+    if (*c.quiet_until <= now)
+      quiet.push_back(cid);
+    else if (!next || *c.quiet_until < *next)
+      next = c.quiet_until;
+  }
+  for (const auto& cid : quiet) {
+    log::mqtt()->warn(
+        "[server {} client {}] the client sent nothing within {} of its initialize "
+        "response: it is taken as gone (timeouts.initialize)",
+        options_.server_name, cid, log::duration_text(options_.handshake_timeout));
+    end_client(
+        cid, true,
+        bridge::CloseReason{bridge::CloseReason::Kind::peer_gone,
+                            "client " + cid + " sent nothing after its initialize response"});
+  }
+  if (next) arm_sweep(*next);
+}
+
 void ServerEndpoint::stop(std::chrono::milliseconds timeout, std::function<void()> done) {
   if (stopping_ || !conn_) {
     stopping_ = true;
@@ -622,6 +673,7 @@ void ServerEndpoint::stop(std::chrono::milliseconds timeout, std::function<void(
     return;
   }
   stopping_ = true;
+  handshake_timer_.cancel();
   std::vector<std::string> ids;
   for (const auto& [cid, c] : clients_)
     ids.push_back(cid);

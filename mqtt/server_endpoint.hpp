@@ -27,8 +27,10 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "bridge/jsonrpc/jsonrpc.hpp"
 #include "bridge/protocol/topics.hpp"
@@ -104,6 +106,11 @@ class ServerEndpoint : public std::enable_shared_from_this<ServerEndpoint> {
     // ends with an error (the client gets `disconnected`).
     std::size_t max_held_messages = 10000;
     std::size_t max_held_bytes = 32u << 20;
+    // A session whose client sends nothing for this long after its initialize response ends
+    // (0: never). A client that vanished while its topics were being subscribed had its will
+    // published before the server watched its presence (004 §Initialization): nothing else
+    // would end that session, nor free its child.
+    std::chrono::milliseconds handshake_timeout{std::chrono::seconds(30)};
   };
   struct Handlers {
     // A new client's initialize; its subscriptions are in place. Runs on the link's strand. The
@@ -157,6 +164,11 @@ class ServerEndpoint : public std::enable_shared_from_this<ServerEndpoint> {
     // subscription holds a stream of updates its client waits for, and is not evicted.
     std::unordered_map<std::string, std::string> subscribing;
     std::unordered_set<std::string> subscribed;
+    // Set when the initialize response goes out unless the client has sent something since its
+    // initialize (`spoke`); cleared by its next message. Past it, the session ends
+    // (Options::handshake_timeout).
+    std::optional<std::chrono::steady_clock::time_point> quiet_until;
+    bool spoke = false;
   };
 
   ServerEndpoint(boost::asio::any_io_executor strand, StrandFactory session_strands,
@@ -186,6 +198,11 @@ class ServerEndpoint : public std::enable_shared_from_this<ServerEndpoint> {
   void send_from_link(const std::string& client_id, const jsonrpc::Message& message);
   void end_client(const std::string& client_id, bool send_disconnected,
                   std::optional<bridge::CloseReason> tell_link);
+  // The client must speak again by `deadline` (Client::quiet_until); the sweep ends those that
+  // did not.
+  void expect_client(Client& c);
+  void arm_sweep(std::chrono::steady_clock::time_point at);
+  void sweep_quiet_clients();
 
   boost::asio::any_io_executor strand_;
   StrandFactory session_strands_;
@@ -194,6 +211,8 @@ class ServerEndpoint : public std::enable_shared_from_this<ServerEndpoint> {
   Handlers handlers_;
   std::shared_ptr<BrokerConnection> conn_;
   std::map<std::string, Client> clients_;
+  boost::asio::steady_timer handshake_timer_;
+  std::optional<std::chrono::steady_clock::time_point> sweep_at_;  // when handshake_timer_ fires
   bool stopping_ = false;
   bool name_adopted_ = false;
   std::uint64_t reconnects_before_ = 0;

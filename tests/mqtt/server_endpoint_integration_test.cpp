@@ -99,7 +99,8 @@ struct Fixture {
   boost::asio::any_io_executor strand = io.strand();
 
   // The idle floor is far away unless a test is about it: no session makes room by accident.
-  explicit Fixture(std::size_t max_sessions = 32, std::chrono::milliseconds idle_floor = 1h) {
+  explicit Fixture(std::size_t max_sessions = 32, std::chrono::milliseconds idle_floor = 1h,
+                   std::chrono::milliseconds handshake_timeout = 30s) {
     mq::ServerEndpoint::Options o;
     o.broker = broker_config(broker);
     o.server_id = server_id;
@@ -108,6 +109,7 @@ struct Fixture {
     o.meta_json = R"({"rbac":{"roles":[{"name":"user"}]}})";
     o.max_sessions = max_sessions;
     o.idle_floor = idle_floor;
+    o.handshake_timeout = handshake_timeout;
     endpoint = mq::ServerEndpoint::create(
         strand, [this] { return io.strand(); }, o, owner.handlers());
     io.run(strand, [&] { endpoint->start(); });
@@ -221,6 +223,41 @@ TEST_CASE(
     });
     CHECK(subscribed < response);
   }
+}
+
+TEST_CASE(
+    "004 §Initialization: a client that sends nothing after its initialize response (one that "
+    "vanished before its presence was watched, whose will went unseen) is ended after the "
+    "handshake timeout, and one that sends notifications/initialized keeps its session",
+    "[mqtt][server]") {
+  Fixture f(32, 1h, 800ms);
+  Observer quiet(f.broker.url());
+  REQUIRE(f.initialize(quiet));
+  Observer talker(f.broker.url());
+  REQUIRE(f.initialize(talker));
+  talker.publish(f.rpc_topic(talker.client_id()),
+                 R"({"jsonrpc":"2.0","method":"notifications/initialized"})");
+  std::optional<Owner::Event> closed;
+  while (auto e = f.owner.events.pop(5s)) {
+    if (e->kind == "closed") {
+      closed = e;
+      break;
+    }
+  }
+  REQUIRE(closed);
+  CHECK(closed->client_id == quiet.client_id());
+  CHECK(closed->text ==
+        "peer gone: client " + quiet.client_id() + " sent nothing after its initialize response");
+  // 004 §Server Disconnect: told, should it still be there.
+  auto note = quiet.wait_on(f.rpc_topic(quiet.client_id()));
+  REQUIRE(note);
+  CHECK(json(note->payload)["method"] == "notifications/disconnected");
+  // The talker's session stays past its deadline (what else arrives is its initialized).
+  while (auto e = f.owner.events.pop(1500ms)) {
+    INFO(e->client_id << " " << e->kind << " " << e->text);
+    CHECK(e->kind != "closed");
+  }
+  CHECK(f.io.run(f.strand, [&] { return f.endpoint->session_count(); }) == 1);
 }
 
 TEST_CASE("No Local: the endpoint never receives its own publications on the RPC topic",

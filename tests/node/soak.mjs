@@ -166,7 +166,10 @@ async function startBroker() {
 }
 
 const common = {
-  timeouts: { default: 10, 'tools/call': 10 },
+  // The egress's initialize timeout also ends a session whose client sent nothing after the
+  // initialize response (one killed with the ingress before its presence was watched): well
+  // within the quiescence wait below.
+  timeouts: { default: 10, 'tools/call': 10, initialize: 10 },
   log: { level: 'info' },
 };
 fs.writeFileSync(
