@@ -227,6 +227,15 @@ void ServerConnection::authenticate(bool retried, std::string unavailable) {
   }
   if (auto rejection = precheck_route(req, route_, *state_)) return reject(std::move(*rejection));
   if (parser_->is_done()) return on_request();
+  if (!expects_continue_ && buffer_.size() > 0) {
+    // The body mostly came with the header: parsed here, the request goes on at once instead of
+    // on the next turn, where an async_read that needs no read completes (issue 34).
+    parser_->eager(true);
+    beast::error_code ec;
+    buffer_.consume(parser_->put(buffer_.data(), ec));
+    if (ec && ec != bhttp::error::need_more) return on_read_error(ec);
+    if (parser_->is_done()) return on_request();
+  }
   auto read_body = [self = shared_from_this()] {
     bhttp::async_read(self->stream_, self->buffer_, *self->parser_,
                       [self](beast::error_code e, std::size_t) { self->on_body(e); });
@@ -317,8 +326,23 @@ void ServerConnection::on_request() {
       res.body() = state_->backend.metrics_text() + state_->metrics_text();
       return write_response(std::move(res), false);
     }
-    case Route::Kind::mcp:
-      return dispatch_mcp(req, route_, principal_, state_, label_, *this);
+    case Route::Kind::mcp: {
+      dispatching_ = true;
+      dispatch_mcp(req, route_, principal_, state_, label_, *this);
+      dispatching_ = false;
+      if (!watch_due_) return;
+      // The read that watches the client while the session answers starts after what the
+      // dispatch posted (the request on its way to the broker): its first attempt mostly finds
+      // nothing (EAGAIN), and need not come first (issue 34).
+      watch_due_ = false;
+      net::post(executor(), [self = shared_from_this(), serial = serial_] {
+        if (self->serial_ != serial) return;
+        const auto p = self->phase_;
+        if (p == Phase::waiting || p == Phase::writing || p == Phase::streaming)
+          self->start_watch();
+      });
+      return;
+    }
     default:
       return write_response(error_response(404, jsonrpc::code::connection_closed, kRoutesHint),
                             false);
@@ -332,7 +356,10 @@ std::shared_ptr<Exchange> ServerConnection::new_exchange() {
   stop_pushes(false);
   pushes_ = std::make_shared<PushQueue>(state_->http.limits.stream_queue_messages,
                                         state_->http.limits.stream_queue_bytes);
-  start_watch();
+  if (dispatching_)
+    watch_due_ = true;
+  else
+    start_watch();
   return std::make_shared<ConnectionExchange>(shared_from_this(), serial_, pushes_);
 }
 

@@ -175,6 +175,8 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection>,
   boost::asio::steady_timer linger_timer_;
 
   Watch watch_ = Watch::off;
+  bool dispatching_ = false;  // in dispatch_mcp: an exchange's watch starts after it (watch_due_)
+  bool watch_due_ = false;
 };
 
 }  // namespace mcpmqtt::http

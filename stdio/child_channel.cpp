@@ -529,6 +529,15 @@ class ChildProcess : public std::enable_shared_from_this<ChildProcess> {
       if (life_.finished()) return;
       check_runaway_line();
     }
+    if (!ec && n > 0) {
+      // What the lines started (a response on its way to the broker) goes first; the next
+      // read, whose first attempt mostly finds nothing (EAGAIN), follows on the next turn
+      // (issue 34). stdout_reading_ stays set: nothing else starts a read meanwhile.
+      asio::post(ex_, [self = shared_from_this()] {
+        if (!self->life_.finished()) self->do_read_stdout();
+      });
+      return;
+    }
     if (!ec) return do_read_stdout();
     if (ec == asio::error::operation_aborted) return;
     if (auto last = out_lines_.finish()) on_stdout_line(std::move(*last));

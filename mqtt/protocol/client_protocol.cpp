@@ -114,8 +114,10 @@ void ClientProtocol::on_read(std::size_t n) {
   if (state_ == State::closed) return;
   last_received_ = io_.now();
   rend_ += n;
+  delivered_ = false;
   process_input();
   if (state_ == State::closed) return;
+  if (delivered_ || acks_posted_) return next_turn();
   start_read();
 }
 
@@ -278,6 +280,7 @@ void ClientProtocol::handle_publish(const codec::Publish& p) {
     m.correlation_data = p.properties.correlation_data;
     events_.on_message(m);
     if (state_ == State::closed) return;
+    delivered_ = true;
   }
   if (p.qos == 1) {
     queue_ack(codec::PacketType::puback, p.packet_id);
@@ -291,15 +294,18 @@ void ClientProtocol::queue_ack(codec::PacketType type, std::uint16_t packet_id) 
   const auto before = filling_.bytes.size();
   if (!codec::encode_ack(filling_.bytes, type, packet_id, codec::reason::success)) return;
   queue_encoded(before);
-  if (acks_posted_) return;
   acks_posted_ = true;
-  // Written after what the message's delivery started (a response passed on to its HTTP client,
-  // a request to its child), and together with the acknowledgements of the other publications
-  // of the same read: the acknowledgement is not on the message's path (issue 34). The owner's
-  // post keeps it alive until this runs.
+}
+
+void ClientProtocol::next_turn() {
+  // What the read's deliveries started (a response passed on to its HTTP client, a request to
+  // its child) goes first; the acknowledgements of its publications, written together, and the
+  // next read, whose first attempt mostly finds nothing (EAGAIN), follow on the strand's next
+  // turn: neither is on a message's path (issue 34). The owner's post keeps it alive until then.
   io_.post([this] {
     acks_posted_ = false;
     flush();
+    if (state_ != State::closed) start_read();
   });
 }
 

@@ -145,6 +145,9 @@ class ClientProtocol {
                 std::uint8_t reason_code = codec::reason::success);
   // PUBACK or PUBREC of a publication just delivered: written on the next turn of the strand.
   void queue_ack(codec::PacketType type, std::uint16_t packet_id);
+  // After a read that delivered or acknowledged publications: the acknowledgements and the next
+  // read on the strand's next turn.
+  void next_turn();
   // Starts a write of what is queued, unless one is in flight or the link cannot write.
   void flush();
   void write_now();
@@ -174,7 +177,8 @@ class ClientProtocol {
   std::vector<std::string_view> buffers_;
   bool write_in_flight_ = false;
   std::uint64_t writes_started_ = 0;
-  bool acks_posted_ = false;
+  bool acks_posted_ = false;  // acknowledgements wait for next_turn()
+  bool delivered_ = false;    // the read being handled delivered a publication
   bool disconnect_queued_ = false;
 
   // Broker limits from CONNACK.

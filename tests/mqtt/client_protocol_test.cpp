@@ -193,6 +193,9 @@ class ScriptedBroker final : public ClientProtocol::Io {
       if (m.correlation_data) msg.correlation_data = std::string(*m.correlation_data);
       messages.push_back(std::move(msg));
       sent_at_delivery.push_back(sent_.size() + (write_pending_ ? 1 : 0));
+      // The delivery's next step, as an owner's strand would run it: was the next read already
+      // started when it ran?
+      posted_.push_back([this] { read_started_at_onward.push_back(read_into_ != nullptr); });
     };
     ev.on_lost = [this](const std::string& why) {
       lost.push_back(why);
@@ -305,6 +308,7 @@ class ScriptedBroker final : public ClientProtocol::Io {
   std::vector<Message> messages;
   // How many packets had been written (or were being written) as each message was delivered.
   std::vector<std::size_t> sent_at_delivery;
+  std::vector<bool> read_started_at_onward;
   std::size_t writes = 0;  // write() calls: one per batch of packets
   std::size_t pings = 0;
 
@@ -641,11 +645,19 @@ TEST_CASE(
 
   // Issue 34: the message is handed on before its PUBACK is written (the acknowledgement is not
   // on the message's path), and the PUBACKs of what one read brought go out in one write.
+  // The next read is not started before the delivery's next step either: its first attempt
+  // (EAGAIN, mostly) would delay the message.
   broker.sent_at_delivery.clear();
+  broker.read_started_at_onward.clear();
   const auto writes = broker.writes;
   broker.send(publish("in/a", "1", 1, 43) + publish("in/b", "2", 1, 44) + publish("in/c", "3", 0));
   REQUIRE(broker.messages.size() == 4);
   CHECK(broker.sent_at_delivery == std::vector<std::size_t>{0, 0, 0});
+  CHECK(broker.read_started_at_onward == std::vector<bool>{false, false, false});
+  broker.send(publish("in/d", "4", 0));
+  REQUIRE(broker.messages.size() == 5);
+  CHECK(broker.read_started_at_onward == std::vector<bool>{false, false, false, false});
+  CHECK(broker.client().connected());
   pubacks = broker.take(kPuback);
   REQUIRE(pubacks.size() == 2);
   CHECK(pubacks[0].packet_id() == 43u);
