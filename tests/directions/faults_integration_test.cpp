@@ -320,7 +320,8 @@ TEST_CASE(
       R"({"op":"terminateSession"}]})");
   INFO(sdk.err);
   CHECK(sdk.exit_code == 0);
-  CHECK(get(bridge, "/readyz").status == 200);
+  // Readiness is sampled every 100 ms (Daemon::watch_readiness).
+  CHECK(eventually([&] { return get(bridge, "/readyz").status == 200; }, 5s));
 
   calls.clear();  // the test's own connections (kept alive by HTTP/1.1) are not the daemon's
   back_to(baseline, pid, broker.port());

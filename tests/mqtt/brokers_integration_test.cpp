@@ -166,7 +166,8 @@ TEST_CASE(
   CHECK(echo_works(
       {"--command", MCPMQTT_BRIDGE_EXE, "--args", "stdio", "--broker", urls, "--server", kServer},
       "stdio through the list"));
-  CHECK(get(bridge, "/readyz").status == 200);
+  // Readiness is sampled every 100 ms (Daemon::watch_readiness).
+  CHECK(eventually([&] { return get(bridge, "/readyz").status == 200; }, 5s));
 }
 
 // ---- ejabberd: the interop subset -------------------------------------------------------------
@@ -306,7 +307,8 @@ TEST_CASE(
         return echo_works({"--url", bridge.url()}, "after the restart");
       },
       30s, 250ms));
-  CHECK(get(bridge, "/readyz").status == 200);
+  // Readiness is sampled every 100 ms (Daemon::watch_readiness).
+  CHECK(eventually([&] { return get(bridge, "/readyz").status == 200; }, 5s));
 }
 
 TEST_CASE(
