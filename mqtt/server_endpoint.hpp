@@ -198,8 +198,8 @@ class ServerEndpoint : public std::enable_shared_from_this<ServerEndpoint> {
   void send_from_link(const std::string& client_id, const jsonrpc::Message& message);
   void end_client(const std::string& client_id, bool send_disconnected,
                   std::optional<bridge::CloseReason> tell_link);
-  // The client must speak again by `deadline` (Client::quiet_until); the sweep ends those that
-  // did not.
+  // After the initialize response: the client must speak by Client::quiet_until, and the
+  // sweep (one timer for all of them) ends those that did not.
   void expect_client(Client& c);
   void arm_sweep(std::chrono::steady_clock::time_point at);
   void sweep_quiet_clients();
