@@ -100,6 +100,16 @@ std::optional<std::string_view> member(std::string_view text, std::string_view n
   return std::nullopt;
 }
 
+std::optional<std::string_view> member(std::string_view text,
+                                       std::initializer_list<std::string_view> path) {
+  std::optional<std::string_view> at = text;
+  for (const auto name : path) {
+    at = member(*at, name);
+    if (!at) break;
+  }
+  return at;
+}
+
 std::optional<std::string> with_member(std::string_view text, std::string_view name,
                                        std::string_view value) {
   auto all = members(text);

@@ -8,6 +8,7 @@
 // Thread-safe (no state).
 #pragma once
 
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,6 +26,10 @@ struct Member {
 std::optional<std::vector<Member>> members(std::string_view text);
 // The text of the member `name` of the object `text`, if there is one.
 std::optional<std::string_view> member(std::string_view text, std::string_view name);
+// The text at `path` below the object `text`: member(member(text, path[0]), path[1])…, nullopt
+// as soon as one is missing.
+std::optional<std::string_view> member(std::string_view text,
+                                       std::initializer_list<std::string_view> path);
 // The string a JSON string literal `value` (a member's text, quotes included) stands for, escapes
 // decoded; nullopt when `value` is not a string.
 std::optional<std::string> string_value(std::string_view value);

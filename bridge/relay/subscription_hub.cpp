@@ -340,12 +340,9 @@ SubscriptionHub::Actions SubscriptionHub::from_server(const jsonrpc::Message& m)
       if (m.kind() == jsonrpc::Kind::result) {
         // From the text: a document built here would stay with the response, which the HTTP
         // session keeps for Last-Event-ID (about 0.8 KiB of every idle session, issue 34).
-        const auto result = raw_json::member(m.text(), "result");
-        const auto caps = result ? raw_json::member(*result, "capabilities") : std::nullopt;
-        auto flag = [&](const char* cap, const char* name) {
-          const auto c = caps ? raw_json::member(*caps, cap) : std::nullopt;
-          const auto v = c ? raw_json::member(*c, name) : std::nullopt;
-          return v == "true";
+        const auto caps = raw_json::member(m.text(), {"result", "capabilities"});
+        auto flag = [&](std::string_view cap, std::string_view name) {
+          return caps && raw_json::member(*caps, {cap, name}) == "true";
         };
         caps_.tools = flag("tools", "listChanged");
         caps_.prompts = flag("prompts", "listChanged");

@@ -46,4 +46,10 @@ TEST_CASE("raw_json: a member's string value, escapes decoded, and anything else
   const auto result = raw_json::member(text, "result");
   REQUIRE(result);
   CHECK(raw_json::string_value(*raw_json::member(*result, "protocolVersion")) == "2025-11-25");
+  // A path: each member of the one before, nullopt where one is missing or not an object.
+  CHECK(raw_json::member(text, {"result", "x"}) == "1");
+  CHECK(raw_json::member(text, {"result", "protocolVersion"}) == R"("2025-11-25")");
+  CHECK_FALSE(raw_json::member(text, {"result", "y"}));
+  CHECK_FALSE(raw_json::member(text, {"result", "x", "z"}));
+  CHECK_FALSE(raw_json::member(text, {"other", "x"}));
 }
