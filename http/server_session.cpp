@@ -5,6 +5,7 @@
 #include <boost/beast/http/field.hpp>
 
 #include "bridge/jsonrpc/raw_json.hpp"
+#include "common/time_grid.hpp"
 #include "http/server_sse.hpp"
 
 namespace mcpmqtt::http {
@@ -671,7 +672,7 @@ void ServerSession::arm_idle_timer(std::chrono::steady_clock::duration after) {
   // A check at least 10 s away may come up to a second late: the checks of sessions opened in
   // the same second are taken together. A shorter one (tests) comes on time.
   auto at = std::chrono::steady_clock::now() + after;
-  if (after >= std::chrono::seconds(10)) at = loop::TimerList::whole_second_after(at);
+  if (after >= std::chrono::seconds(10)) at = on_grid(at, std::chrono::seconds(1), true);
   // Target is a private base: the aliasing constructor converts where the base is accessible.
   timers_.arm(std::shared_ptr<loop::TimerList::Target>(shared_from_this(), this),
               ++idle_generation_, at);

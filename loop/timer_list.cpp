@@ -97,11 +97,6 @@ void TimerList::on_timer(const boost::system::error_code& ec) {
   }
 }
 
-TimerList::Clock::time_point TimerList::whole_second_after(Clock::time_point t) {
-  const auto s = std::chrono::ceil<std::chrono::seconds>(t.time_since_epoch());
-  return Clock::time_point(std::chrono::duration_cast<Clock::duration>(s));
-}
-
 std::size_t TimerList::entries() const {
   std::lock_guard lock(mu_);
   return entries_;

@@ -68,10 +68,6 @@ class TimerList final : public boost::asio::execution_context::service {
   std::size_t entries() const;
   std::uint64_t wakes() const;
 
-  // `t` rounded up to a whole second of the steady clock: deadlines that need not be exact fall
-  // on a few instants, each taken in one wake.
-  static Clock::time_point whole_second_after(Clock::time_point t);
-
  private:
   struct Entry {
     Target* target;  // identity, for cancel(); used only while the target holds an entry

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/log.hpp"
+#include "common/time_grid.hpp"
 
 namespace mcpmqtt::mqtt::protocol {
 
@@ -766,16 +767,8 @@ void ClientProtocol::arm_timer() {
 // deadline, so that it is never late (§3.1.2.10 bounds the time between our packets); a broker
 // is lost at the step at or after its deadline, so that it is never found lost early. Without a
 // grid both are the deadlines themselves.
-ClientProtocol::Clock::time_point ClientProtocol::on_grid(Clock::time_point t, bool up) const {
-  if (grid_.count() <= 0) return t;
-  const auto since = t.time_since_epoch();
-  auto steps = since / grid_;
-  if (up && since % grid_ != Clock::duration::zero()) ++steps;
-  return Clock::time_point(steps * grid_);
-}
-
 ClientProtocol::Clock::time_point ClientProtocol::lost_at() const {
-  return on_grid(last_received_ + keep_alive_ * 3 / 2, true);
+  return on_grid(last_received_ + keep_alive_ * 3 / 2, grid_, true);
 }
 
 ClientProtocol::Clock::time_point ClientProtocol::ping_at() const {
@@ -783,7 +776,7 @@ ClientProtocol::Clock::time_point ClientProtocol::ping_at() const {
   // still there (one PINGREQ outstanding at a time).
   auto due = last_sent_ + keep_alive_;
   if (!ping_outstanding_) due = std::min(due, last_received_ + keep_alive_);
-  return on_grid(due, false);
+  return on_grid(due, grid_, false);
 }
 
 void ClientProtocol::on_timer() {

@@ -153,7 +153,6 @@ class ClientProtocol {
   void write_now();
   std::uint16_t allocate_packet_id();
   void arm_timer();
-  Clock::time_point on_grid(Clock::time_point t, bool up) const;
   // When a silent broker is lost, and when the next PINGREQ is due (connected, keep-alive on).
   Clock::time_point lost_at() const;
   Clock::time_point ping_at() const;
