@@ -12,6 +12,7 @@
 #include <chrono>
 #include <future>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -269,7 +270,13 @@ TEST_CASE(
       o.username = Ejabberd::username();
       o.password = Ejabberd::password();
       o.qos = client_qos;
-      McpMqttClient client(broker.url(), kServer, o);
+      std::unique_ptr<McpMqttClient> made;
+      try {
+        made = std::make_unique<McpMqttClient>(broker.url(), kServer, o);
+      } catch (const std::exception& e) {
+        FAIL(e.what() << "\nbridge:\n" << bridge.proc->log() << "\nejabberd:\n" << broker.log());
+      }
+      auto& client = *made;
       auto init = client.initialize();
       REQUIRE(init);
       CHECK(json_at(*init, "result.serverInfo.name"));
