@@ -23,7 +23,7 @@
 //                 [--requests 2000] [--latency-cap-s 15] [--seconds 10] [--concurrency 64]
 //                 [--sessions 10000] [--paho-sessions 5000] [--idle-seconds 0] [--keepalive 0]
 //                 [--payload-kib 1024] [--in-flight 4] [--qos 1] [--threads 0] [--oauth none]
-//                 [--replicas none]
+//                 [--replicas none] [--heap huge] [--cpus all]
 //
 // --oauth RS256[,ES256…] adds to scenario 1 the same calls through ingresses that are OAuth 2.1
 // resource servers (http.oauth, an issuer served from this process), timed in turn with the
@@ -31,6 +31,11 @@
 //
 // --replicas 2025 adds to scenario 1 calls through ingress replicas sharing one secret: in a
 // session on its own replica, and relayed to it from another replica (bench/README.md, issue 32).
+//
+// Scenario 1 also times (d) a bare loopback TCP round trip between two processes, on one CPU and
+// across two: what the kernel and the machine charge for the wake-ups every hop between
+// processes takes, bridge or not. --cpus one runs everything on one CPU, so that no wake-up
+// crosses CPUs (bench/README.md, "Wake-ups across CPUs").
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -39,6 +44,7 @@
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <functional>
 #include <iostream>
@@ -54,6 +60,7 @@
 #include <utility>
 #include <vector>
 
+#include <arpa/inet.h>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -62,6 +69,11 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <mqtt/async_client.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench/bench_support.hpp"
@@ -153,6 +165,10 @@ struct Settings {
   std::vector<std::string> oauth;
   // Scenario 1 through ingress replicas too (--replicas): local against relayed calls.
   bool replicas = false;
+  // --cpus one: this process and everything it starts (the broker, the bridge processes, their
+  // children, supergateway) on one CPU, the first this process may use; -1: wherever the
+  // kernel's scheduler puts them.
+  int one_cpu = -1;
 
   // The selected cells in the table's order: native before paho, the default broker first.
   std::vector<Cell> cells() const {
@@ -578,78 +594,6 @@ OauthLatency oauth_cell(const Settings& s, const std::string& broker_url, Engine
   return o;
 }
 
-// ---- Replicas (--replicas) ------------------------------------------------------------------
-
-// Scenario 1 through ingress replicas (ingress.replicas, docs/replicas.md): four replicas with
-// one secret against the column's egress and broker, each serving one series only, so that each
-// process's CPU per call is its series' own:
-//   local    a session opened on replica 1 and called there;
-//   control  the same on replica 2 (an A/A control: how far apart two identical series come out);
-//   relayed  a session opened on replica 3 and called through replica 4, which relays each call
-//            to replica 3 over the broker (MQTT 5 request/response) and plays its answer back.
-struct ReplicaLatency {
-  Latency local, control, relayed;
-  // The CPU time per call (warm-up included), µs: replica 1 (local), replica 2 (control), and
-  // replicas 3 + 4 (relayed: the owner and the replica in front of it).
-  double local_cpu_us = 0, control_cpu_us = 0, relayed_cpu_us = 0;
-};
-
-ReplicaLatency replicas_cell(const Settings& s, const std::string& broker_url, Engine e) {
-  test::TempDir dir;
-  const auto secret = dir.write("replica.secret", std::string(48, 'b'));
-  std::vector<std::unique_ptr<Ingress>> replica;
-  for (int i = 1; i <= 4; ++i)
-    replica.push_back(std::make_unique<Ingress>(broker_url, e, 8, s.qos, 0, "",
-                                                R"(, "replicas": {"id": "bench)" +
-                                                    std::to_string(i) + R"(", "secret_file": ")" +
-                                                    secret + "\"}"));
-  McpHttpClient local(replica[0]->ep(), replica[0]->host());
-  McpHttpClient control(replica[1]->ep(), replica[1]->host());
-  McpHttpClient owner(replica[2]->ep(), replica[2]->host());
-  McpHttpClient relayed(replica[3]->ep(), replica[3]->host());
-  local.open_session();
-  control.open_session();
-  relayed.use_session(owner.open_session(), "2025-06-18");
-  std::uint64_t id = 1;
-  const auto echo = [&id](McpHttpClient& c) {
-    const auto reply = c.call(echo_request(++id, kText));
-    if (reply.find(kText) == std::string::npos)
-      throw std::runtime_error("unexpected answer: " + reply.substr(0, 200));
-  };
-  // Replica 4 relays once it has seen replica 3's presence; until then it answers 404.
-  for (const auto end = Clock::now() + 20s;;) {
-    try {
-      echo(relayed);
-      break;
-    } catch (const std::exception& x) {
-      if (Clock::now() > end)
-        throw std::runtime_error(std::string("no call relayed within 20 s: ") + x.what());
-      std::this_thread::sleep_for(50ms);
-    }
-  }
-  std::array<double, 4> cpu0{};
-  for (std::size_t i = 0; i < 4; ++i)
-    cpu0[i] = cpu_seconds(replica[i]->proc->pid());
-  std::array<std::uint64_t, 3> calls{};
-  const auto timed =
-      time_interleaved(s, {[&] { echo(local), ++calls[0]; }, [&] { echo(control), ++calls[1]; },
-                           [&] { echo(relayed), ++calls[2]; }});
-  const auto cpu_us = [&](std::size_t i) {
-    return (cpu_seconds(replica[i]->proc->pid()) - cpu0[i]) * 1e6;
-  };
-  const auto per = [](double us, std::uint64_t n) {
-    return us / static_cast<double>(std::max<std::uint64_t>(1, n));
-  };
-  ReplicaLatency r;
-  r.local = timed[0];
-  r.control = timed[1];
-  r.relayed = timed[2];
-  r.local_cpu_us = per(cpu_us(0), calls[0]);
-  r.control_cpu_us = per(cpu_us(1), calls[1]);
-  r.relayed_cpu_us = per(cpu_us(2) + cpu_us(3), calls[2]);
-  return r;
-}
-
 // Events counted on other threads, waited for with a deadline.
 class Counter {
  public:
@@ -748,98 +692,279 @@ struct IoThread {
 // mqtt::BrokerConnection on the bridge's own engine (TCP_NODELAY, TCP_QUICKACK after a read nothing
 // answers), each on an event loop of its own as in the two bridge processes; the responder
 // publishes from its message handler, as the bridge does (no thread hand-off on that engine).
-Latency native_floor(const std::string& broker_url, const Settings& s) {
-  auto options = [&](const std::string& id) {
-    auto loaded = config::defaults();
-    config::Overrides o;
-    o.broker_url = broker_url;
-    config::apply_overrides(loaded, o);
-    if (!loaded.ok()) throw std::runtime_error("bad broker URL " + broker_url);
-    mq::ConnectionOptions c;
-    c.broker = directions::broker_options(loaded.config->mqtt);
-    c.broker.engine = mq::EngineKind::native;
-    c.broker.qos = s.qos;
-    c.client_id = id + "-" + std::to_string(::getpid());
-    c.reconnect = false;
-    return c;
-  };
-  const auto payload = std::make_shared<const std::string>(echo_request(7, kText));
-  IoThread resp_io, req_io;
-  auto resp_strand = net::make_strand(resp_io.ioc);
-  auto req_strand = net::make_strand(req_io.ioc);
-  auto up = std::make_shared<Counter>();
-  auto subscribed = std::make_shared<Counter>();
-  auto answered = std::make_shared<Counter>();
+// An object, so that its calls can be interleaved with other series (the replicas' rows).
+class NativeFloor {
+ public:
+  NativeFloor(const std::string& broker_url, const Settings& s) {
+    auto options = [&](const std::string& id) {
+      auto loaded = config::defaults();
+      config::Overrides o;
+      o.broker_url = broker_url;
+      config::apply_overrides(loaded, o);
+      if (!loaded.ok()) throw std::runtime_error("bad broker URL " + broker_url);
+      mq::ConnectionOptions c;
+      c.broker = directions::broker_options(loaded.config->mqtt);
+      c.broker.engine = mq::EngineKind::native;
+      c.broker.qos = s.qos;
+      c.client_id = id + "-" + std::to_string(::getpid());
+      c.reconnect = false;
+      return c;
+    };
+    auto up = std::make_shared<Counter>();
+    auto subscribed = std::make_shared<Counter>();
+    auto responder_ref = std::make_shared<std::weak_ptr<mq::BrokerConnection>>();
+    mq::BrokerConnection::Handlers rh;
+    rh.on_connected = [up](const mq::ConnackInfo&, bool) { up->add(); };
+    rh.on_message = [responder_ref](const mq::Incoming& in) {
+      if (auto r = responder_ref->lock()) r->publish("bench/floor/response", in.payload);
+    };
+    responder_ = mq::BrokerConnection::create(resp_strand_, options("bench-floor-native-responder"),
+                                              std::move(rh));
+    *responder_ref = responder_;
+    mq::BrokerConnection::Handlers qh;
+    qh.on_connected = [up](const mq::ConnackInfo&, bool) { up->add(); };
+    qh.on_message = [answered = answered_](const mq::Incoming&) { answered->add(); };
+    requester_ = mq::BrokerConnection::create(req_strand_, options("bench-floor-native-requester"),
+                                              std::move(qh));
+    auto on_subscribed = [subscribed](bool ok, const std::string& why) {
+      if (ok)
+        subscribed->add();
+      else
+        std::cerr << "the native floor could not subscribe: " << why << "\n";
+    };
+    net::post(resp_strand_, [c = responder_, on_subscribed] {
+      c->connect();
+      c->subscribe("bench/floor/request", false, on_subscribed);
+    });
+    net::post(req_strand_, [c = requester_, on_subscribed] {
+      c->connect();
+      c->subscribe("bench/floor/response", false, on_subscribed);
+    });
+    if (!up->wait_for(2, 10s) || !subscribed->wait_for(2, 10s)) {
+      close();
+      throw std::runtime_error("the native floor's clients did not connect and subscribe");
+    }
+  }
+  NativeFloor(const NativeFloor&) = delete;
+  NativeFloor& operator=(const NativeFloor&) = delete;
+  ~NativeFloor() { close(); }
 
-  auto responder_ref = std::make_shared<std::weak_ptr<mq::BrokerConnection>>();
-  mq::BrokerConnection::Handlers rh;
-  rh.on_connected = [up](const mq::ConnackInfo&, bool) { up->add(); };
-  rh.on_message = [responder_ref](const mq::Incoming& in) {
-    if (auto r = responder_ref->lock()) r->publish("bench/floor/response", in.payload);
-  };
-  auto responder = mq::BrokerConnection::create(
-      resp_strand, options("bench-floor-native-responder"), std::move(rh));
-  *responder_ref = responder;
-  mq::BrokerConnection::Handlers qh;
-  qh.on_connected = [up](const mq::ConnackInfo&, bool) { up->add(); };
-  qh.on_message = [answered](const mq::Incoming&) { answered->add(); };
-  auto requester = mq::BrokerConnection::create(req_strand, options("bench-floor-native-requester"),
-                                                std::move(qh));
+  // One request and its response.
+  void call() {
+    net::post(req_strand_,
+              [c = requester_, p = payload_] { c->publish("bench/floor/request", p); });
+    if (!answered_->wait_for(++sent_, 5s))
+      throw std::runtime_error("the native floor's response did not come");
+  }
 
-  auto on_subscribed = [subscribed](bool ok, const std::string& why) {
-    if (ok)
-      subscribed->add();
-    else
-      std::cerr << "the native floor could not subscribe: " << why << "\n";
-  };
-  // A clean DISCONNECT each, then the last references released on their strands (also when
-  // the measurement failed: the connections must not die on this thread while theirs run).
-  auto close_both = [&] {
+ private:
+  // A clean DISCONNECT each, then the last references released on their strands (the
+  // connections must not die on this thread while theirs run).
+  void close() {
+    if (!responder_) return;
     auto closed = std::make_shared<Counter>();
     auto released = std::make_shared<Counter>();
-    net::post(resp_strand,
-              [c = responder, closed] { c->disconnect(1s, [closed] { closed->add(); }); });
-    net::post(req_strand,
-              [c = requester, closed] { c->disconnect(1s, [closed] { closed->add(); }); });
+    net::post(resp_strand_,
+              [c = responder_, closed] { c->disconnect(1s, [closed] { closed->add(); }); });
+    net::post(req_strand_,
+              [c = requester_, closed] { c->disconnect(1s, [closed] { closed->add(); }); });
     closed->wait_for(2, 5s);
-    net::post(resp_strand, [c = std::move(responder), released]() mutable {
+    net::post(resp_strand_, [c = std::move(responder_), released]() mutable {
       c.reset();
       released->add();
     });
-    net::post(req_strand, [c = std::move(requester), released]() mutable {
+    net::post(req_strand_, [c = std::move(requester_), released]() mutable {
       c.reset();
       released->add();
     });
     released->wait_for(2, 5s);
-  };
-  try {
-    net::post(resp_strand, [responder, on_subscribed] {
-      responder->connect();
-      responder->subscribe("bench/floor/request", false, on_subscribed);
-    });
-    net::post(req_strand, [requester, on_subscribed] {
-      requester->connect();
-      requester->subscribe("bench/floor/response", false, on_subscribed);
-    });
-    if (!up->wait_for(2, 10s) || !subscribed->wait_for(2, 10s))
-      throw std::runtime_error("the native floor's clients did not connect and subscribe");
-    std::size_t sent = 0;
-    const Latency l = time_calls(s, [&] {
-      net::post(req_strand,
-                [requester, payload] { requester->publish("bench/floor/request", payload); });
-      if (!answered->wait_for(++sent, 5s))
-        throw std::runtime_error("the native floor's response did not come");
-    });
-    close_both();
-    return l;
-  } catch (...) {
-    close_both();
-    throw;
   }
+
+  IoThread resp_io_, req_io_;
+  net::strand<net::io_context::executor_type> resp_strand_ = net::make_strand(resp_io_.ioc);
+  net::strand<net::io_context::executor_type> req_strand_ = net::make_strand(req_io_.ioc);
+  std::shared_ptr<Counter> answered_ = std::make_shared<Counter>();
+  std::shared_ptr<const std::string> payload_ =
+      std::make_shared<const std::string>(echo_request(7, kText));
+  std::shared_ptr<mq::BrokerConnection> responder_, requester_;
+  std::size_t sent_ = 0;
+};
+
+Latency native_floor(const std::string& broker_url, const Settings& s) {
+  NativeFloor floor(broker_url, s);
+  return time_calls(s, [&] { floor.call(); });
 }
 
 Latency mqtt_floor(Engine e, const std::string& broker_url, const Settings& s) {
   return e == Engine::native ? native_floor(broker_url, s) : paho_floor(broker_url, s);
+}
+
+// ---- Replicas (--replicas) ------------------------------------------------------------------
+
+// Scenario 1 through ingress replicas (ingress.replicas, docs/replicas.md): four replicas with
+// one secret against the column's egress and broker, each serving one series only, so that each
+// process's CPU per call is its series' own:
+//   local    a session opened on replica 1 and called there;
+//   control  the same on replica 2 (an A/A control: how far apart two identical series come out);
+//   relayed  a session opened on replica 3 and called through replica 4, which relays each call
+//            to replica 3 over the broker (MQTT 5 request/response) and plays its answer back.
+struct ReplicaLatency {
+  Latency local, control, relayed;
+  // The raw MQTT round trip through the same broker, interleaved with the three (native engine
+  // only): what one relay's two broker hops cost at least under the same conditions.
+  std::optional<Latency> floor;
+  // The CPU time per call (warm-up included), µs: replica 1 (local), replica 2 (control), and
+  // replicas 3 + 4 (relayed: the owner and the replica in front of it).
+  double local_cpu_us = 0, control_cpu_us = 0, relayed_cpu_us = 0;
+};
+
+ReplicaLatency replicas_cell(const Settings& s, const std::string& broker_url, Engine e) {
+  test::TempDir dir;
+  const auto secret = dir.write("replica.secret", std::string(48, 'b'));
+  std::vector<std::unique_ptr<Ingress>> replica;
+  for (int i = 1; i <= 4; ++i)
+    replica.push_back(std::make_unique<Ingress>(broker_url, e, 8, s.qos, 0, "",
+                                                R"(, "replicas": {"id": "bench)" +
+                                                    std::to_string(i) + R"(", "secret_file": ")" +
+                                                    secret + "\"}"));
+  McpHttpClient local(replica[0]->ep(), replica[0]->host());
+  McpHttpClient control(replica[1]->ep(), replica[1]->host());
+  McpHttpClient owner(replica[2]->ep(), replica[2]->host());
+  McpHttpClient relayed(replica[3]->ep(), replica[3]->host());
+  local.open_session();
+  control.open_session();
+  relayed.use_session(owner.open_session(), "2025-06-18");
+  std::uint64_t id = 1;
+  const auto echo = [&id](McpHttpClient& c) {
+    const auto reply = c.call(echo_request(++id, kText));
+    if (reply.find(kText) == std::string::npos)
+      throw std::runtime_error("unexpected answer: " + reply.substr(0, 200));
+  };
+  // Replica 4 relays once it has seen replica 3's presence; until then it answers 404.
+  for (const auto end = Clock::now() + 20s;;) {
+    try {
+      echo(relayed);
+      break;
+    } catch (const std::exception& x) {
+      if (Clock::now() > end)
+        throw std::runtime_error(std::string("no call relayed within 20 s: ") + x.what());
+      std::this_thread::sleep_for(50ms);
+    }
+  }
+  std::array<double, 4> cpu0{};
+  for (std::size_t i = 0; i < 4; ++i)
+    cpu0[i] = cpu_seconds(replica[i]->proc->pid());
+  std::array<std::uint64_t, 3> calls{};
+  std::vector<std::function<void()>> series{[&] { echo(local), ++calls[0]; },
+                                            [&] { echo(control), ++calls[1]; },
+                                            [&] { echo(relayed), ++calls[2]; }};
+  std::optional<NativeFloor> floor;
+  if (e == Engine::native) {
+    floor.emplace(broker_url, s);
+    series.push_back([&] { floor->call(); });
+  }
+  const auto timed = time_interleaved(s, series);
+  const auto cpu_us = [&](std::size_t i) {
+    return (cpu_seconds(replica[i]->proc->pid()) - cpu0[i]) * 1e6;
+  };
+  const auto per = [](double us, std::uint64_t n) {
+    return us / static_cast<double>(std::max<std::uint64_t>(1, n));
+  };
+  ReplicaLatency r;
+  r.local = timed[0];
+  r.control = timed[1];
+  r.relayed = timed[2];
+  if (floor) r.floor = timed[3];
+  r.local_cpu_us = per(cpu_us(0), calls[0]);
+  r.control_cpu_us = per(cpu_us(1), calls[1]);
+  r.relayed_cpu_us = per(cpu_us(2) + cpu_us(3), calls[2]);
+  return r;
+}
+
+// (d) The kernel's part of a hop between processes: a round trip over loopback TCP (TCP_NODELAY,
+// 400 bytes each way, about a scenario 1 call's HTTP request and response) between this thread
+// and a forked process that answers with blocking reads and writes. Each side sleeps until the
+// other's bytes arrive, as the HTTP client and the ingress do; nothing but the kernel and the
+// wake-ups. `across`: the two pinned to two CPUs, so that every wake-up is of another CPU (idle,
+// on a VM: halted); else both on one. nullopt when this process may run on one CPU only.
+std::optional<Latency> tcp_round_trip(const Settings& s, bool across) {
+  cpu_set_t before;
+  if (::sched_getaffinity(0, sizeof before, &before) != 0) return std::nullopt;
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE && cpus.size() < 2; ++c)
+    if (CPU_ISSET(c, &before)) cpus.push_back(c);
+  if (cpus.size() < 2) return std::nullopt;
+  const auto pin = [](int cpu) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    ::sched_setaffinity(0, sizeof one, &one);
+  };
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  const int client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const bool listening = listener >= 0 &&
+                         ::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                         ::listen(listener, 1) == 0 &&
+                         ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  const bool connected = listening && client >= 0 &&
+                         ::connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  const int server = connected ? ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC) : -1;
+  if (listener >= 0) ::close(listener);
+  if (server < 0) {
+    if (client >= 0) ::close(client);
+    throw std::runtime_error("(d): no loopback TCP connection");
+  }
+  const int one = 1;
+  ::setsockopt(client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  ::setsockopt(server, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  constexpr std::size_t kSize = 400;
+  // Reads exactly kSize bytes; false at the end of the stream or an error.
+  const auto read_all = [](int fd, char* buf) {
+    for (std::size_t got = 0; got < kSize;) {
+      const auto n = ::read(fd, buf + got, kSize - got);
+      if (n <= 0) return false;
+      got += static_cast<std::size_t>(n);
+    }
+    return true;
+  };
+  const pid_t child = ::fork();
+  if (child < 0) {
+    ::close(client);
+    ::close(server);
+    throw std::runtime_error("(d): fork failed");
+  }
+  if (child == 0) {  // only system calls here: the parent has threads
+    pin(cpus[across ? 1 : 0]);
+    ::close(client);
+    char buf[kSize];
+    while (read_all(server, buf))
+      if (::write(server, buf, kSize) != static_cast<ssize_t>(kSize)) break;
+    ::_exit(0);
+  }
+  ::close(server);
+  pin(cpus[0]);
+  char buf[kSize];
+  std::memset(buf, 'x', kSize);
+  Latency l;
+  try {
+    l = time_calls(s, [&] {
+      if (::write(client, buf, kSize) != static_cast<ssize_t>(kSize) || !read_all(client, buf))
+        throw std::runtime_error("(d): the round trip failed");
+    });
+  } catch (...) {
+    ::close(client);
+    ::waitpid(child, nullptr, 0);
+    ::sched_setaffinity(0, sizeof before, &before);
+    throw;
+  }
+  ::close(client);
+  ::waitpid(child, nullptr, 0);
+  ::sched_setaffinity(0, sizeof before, &before);
+  return l;
 }
 
 // (c) The test server over stdio, no bridge.
@@ -1016,12 +1141,27 @@ void replica_rows(const PerCell<ReplicaLatency>& replicas) {
       [](const ReplicaLatency& r) {
         return std::pair<const Latency&, double>(r.relayed, r.relayed_cpu_us);
       });
-  PerCell<double> control, ratio;
+  PerCell<double> control, ratio, beyond;
+  PerCell<Latency> floor;
   for (std::size_t i = 0; i < kCells; ++i) {
     if (!replicas[i]) continue;
     control[i] = replicas[i]->control.p50 / replicas[i]->local.p50;
     ratio[i] = replicas[i]->relayed.p50 / replicas[i]->local.p50;
+    if (const auto& f = replicas[i]->floor) {
+      floor[i] = *f;
+      beyond[i] = replicas[i]->relayed.p50 - replicas[i]->local.p50 - f->p50;
+    }
   }
+  g_rows.push_back(
+      {"",
+       "replicas: raw MQTT round trip through the same broker, interleaved with them: p50 / p90 / "
+       "p99 µs",
+       each(floor,
+            [&](const Latency& l) { return us(l.p50) + " / " + us(l.p90) + " / " + us(l.p99); }),
+       "", "", "", ""});
+  g_rows.push_back({"",
+                    "replicas: relayed − local − that round trip, at p50: the relay's own time, µs",
+                    each(beyond, us), "", "", "", ""});
   g_rows.push_back({"", "replicas: A/A control p50 ÷ local p50",
                     each(control, [](double v) { return fmt("%.3f", v); }), "", "", "", ""});
   g_rows.push_back({"", "replicas: relayed p50 ÷ local p50",
@@ -1037,6 +1177,8 @@ void scenario_latency(const Settings& s) {
     gateway = http_latency(sg.ep(), sg.host(), s);
   }
   const Latency direct = stdio_direct(s);
+  const auto tcp_one_cpu = tcp_round_trip(s, false);
+  const auto tcp_two_cpus = tcp_round_trip(s, true);
   // --oauth: the issuer, and the tokens of the fresh-token series (one per call), minted before
   // anything is timed; each column's ingresses are new, so each sees every token for the first
   // time.
@@ -1104,6 +1246,13 @@ void scenario_latency(const Settings& s) {
                     ""});
   g_rows.push_back({"", "bridge's own time at p50: bridge − floor − stdio, µs", each(own, us), "",
                     "", "≤ 60", met(own, [](double v) { return v <= 60; })});
+  if (tcp_one_cpu && tcp_two_cpus)
+    g_rows.push_back(
+        {"",
+         "(d) loopback TCP round trip between two processes: both on one CPU / on two CPUs, p50 µs",
+         each(bridge,
+              [&](const Latency&) { return us(tcp_one_cpu->p50) + " / " + us(tcp_two_cpus->p50); }),
+         "", "", "", ""});
   if (!s.oauth.empty()) oauth_rows(s, bridge, oauth);
   if (s.replicas) replica_rows(replicas);
 }
@@ -1427,6 +1576,11 @@ void print_table(const Settings& s) {
       s.qos,
       g_huge_heap ? "on transparent huge pages, as the systemd unit and the image run it"
                   : "glibc's default (--heap default)");
+  if (s.one_cpu >= 0)
+    std::printf(
+        "--cpus one: every process of the run (the benchmark, the brokers, the bridge processes "
+        "and their children, supergateway) on CPU %d only: no wake-up crosses CPUs.\n",
+        s.one_cpu);
   if (s.only.count(1))
     std::printf(
         "Scenario 1: (a) raw MQTT floor, per column: native: two mqtt::BrokerConnection on the "
@@ -1489,7 +1643,7 @@ int main(int argc, char** argv) {
       "                     [--concurrency 64] [--sessions 10000] [--paho-sessions 5000]\n"
       "                     [--idle-seconds 10] [--keepalive 0] [--payload-kib 1024]\n"
       "                     [--in-flight 4] [--qos 1] [--threads 0] [--oauth none]\n"
-      "                     [--replicas none] [--heap huge]\n"
+      "                     [--replicas none] [--heap huge] [--cpus all]\n"
       "--engines: mqtt.client of the bridge processes; --brokers: Mosquitto as shipped (default)\n"
       "  or with set_tcp_nodelay true (tuned); the table has a column per combination\n"
       "  (scenario 4 runs on the default broker only)\n"
@@ -1507,7 +1661,9 @@ int main(int argc, char** argv) {
       "  (ingress.replicas): calls in a 2025 session on its own replica, and relayed to it from\n"
       "  another replica; none: no replicas\n"
       "--heap: huge: the bridge processes' heap on transparent huge pages, as the systemd unit\n"
-      "  and the image run them (GLIBC_TUNABLES=glibc.malloc.hugetlb=1); default: glibc's\n";
+      "  and the image run them (GLIBC_TUNABLES=glibc.malloc.hugetlb=1); default: glibc's own\n"
+      "--cpus: one: every process of the run pinned to one CPU (no wake-up crosses CPUs; on a VM\n"
+      "  a halted virtual CPU's wake-up is what (d) shows); all: where the scheduler puts them\n";
   const int rc = parse_options(argc, argv, usage, [&](const std::string& a, const std::string& v) {
     if (a == "--only") {
       s.only.clear();
@@ -1559,6 +1715,9 @@ int main(int argc, char** argv) {
     } else if (a == "--replicas") {
       if (v != "none" && v != "2025") throw std::invalid_argument(v);
       s.replicas = v == "2025";
+    } else if (a == "--cpus") {
+      if (v != "one" && v != "all") throw std::invalid_argument(v);
+      s.one_cpu = v == "one" ? 0 : -1;
     } else if (a == "--in-flight") {
       s.in_flight = std::stoul(v);
     } else {
@@ -1568,6 +1727,23 @@ int main(int argc, char** argv) {
   });
   if (rc >= 0) return rc;
   g_threads = s.threads;
+  // Before any thread or process starts: they inherit the mask.
+  if (s.one_cpu >= 0) {
+    cpu_set_t allowed;
+    if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0) {
+      std::cerr << "--cpus one: cannot read this process's CPUs\n";
+      return 1;
+    }
+    while (s.one_cpu < CPU_SETSIZE && !CPU_ISSET(s.one_cpu, &allowed))
+      ++s.one_cpu;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(s.one_cpu, &one);
+    if (s.one_cpu >= CPU_SETSIZE || ::sched_setaffinity(0, sizeof one, &one) != 0) {
+      std::cerr << "--cpus one: cannot pin this process to one CPU\n";
+      return 1;
+    }
+  }
   log::set_level("warn");  // the native floor's connections
   // Before anything starts: the broker and the bridge processes inherit the limit. Scenario 3
   // needs a descriptor per session in the ingress and in Mosquitto.

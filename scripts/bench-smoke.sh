@@ -37,6 +37,9 @@ run bench_compare --only 1,2,3,4 --engines native,paho --brokers default --reque
 run bench_compare --only 1 --engines native --brokers default --requests 40 --oauth RS256,ES256
 # Scenario 1 through ingress replicas: every call relayed from one replica to another answered.
 run bench_compare --only 1 --engines native --brokers default --requests 40 --replicas 2025
+# Scenario 1 with every process on one CPU, and the replicas' interleaved floor on the way.
+run bench_compare --only 1 --engines native --brokers default --requests 40 --replicas 2025 \
+  --cpus one
 run bench_fanout --streams 40 --per-session 10 --updates 3 --interval-ms 50
 run bench_fanout --mode sessions --streams 20 --updates 3 --interval-ms 50
 run bench_modern --seconds 1 --rounds 1 --requests 40 --concurrency 4
