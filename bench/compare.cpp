@@ -166,9 +166,10 @@ struct Settings {
   // Scenario 1 through ingress replicas too (--replicas): local against relayed calls.
   bool replicas = false;
   // --cpus one: this process and everything it starts (the broker, the bridge processes, their
-  // children, supergateway) on one CPU, the first this process may use; -1: wherever the
+  // children, supergateway) on one CPU, the first this process may use; else wherever the
   // kernel's scheduler puts them.
-  int one_cpu = -1;
+  bool one_cpu = false;
+  int pinned_cpu = -1;  // the CPU --cpus one pinned the run to
 
   // The selected cells in the table's order: native before paho, the default broker first.
   std::vector<Cell> cells() const {
@@ -881,6 +882,24 @@ ReplicaLatency replicas_cell(const Settings& s, const std::string& broker_url, E
   return r;
 }
 
+// The first `n` CPUs (or fewer) the calling thread may run on.
+std::vector<int> allowed_cpus(std::size_t n) {
+  std::vector<int> out;
+  cpu_set_t allowed;
+  if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0) return out;
+  for (int c = 0; c < CPU_SETSIZE && out.size() < n; ++c)
+    if (CPU_ISSET(c, &allowed)) out.push_back(c);
+  return out;
+}
+
+// Pins the calling thread (and what it starts from now on) to `cpu`; false if refused.
+bool pin_to_cpu(int cpu) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  return ::sched_setaffinity(0, sizeof one, &one) == 0;
+}
+
 // (d) The kernel's part of a hop between processes: a round trip over loopback TCP (TCP_NODELAY,
 // 400 bytes each way, about a scenario 1 call's HTTP request and response) between this thread
 // and a forked process that answers with blocking reads and writes. Each side sleeps until the
@@ -890,16 +909,8 @@ ReplicaLatency replicas_cell(const Settings& s, const std::string& broker_url, E
 std::optional<Latency> tcp_round_trip(const Settings& s, bool across) {
   cpu_set_t before;
   if (::sched_getaffinity(0, sizeof before, &before) != 0) return std::nullopt;
-  std::vector<int> cpus;
-  for (int c = 0; c < CPU_SETSIZE && cpus.size() < 2; ++c)
-    if (CPU_ISSET(c, &before)) cpus.push_back(c);
+  const auto cpus = allowed_cpus(2);
   if (cpus.size() < 2) return std::nullopt;
-  const auto pin = [](int cpu) {
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    ::sched_setaffinity(0, sizeof one, &one);
-  };
   const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -938,7 +949,7 @@ std::optional<Latency> tcp_round_trip(const Settings& s, bool across) {
     throw std::runtime_error("(d): fork failed");
   }
   if (child == 0) {  // only system calls here: the parent has threads
-    pin(cpus[across ? 1 : 0]);
+    pin_to_cpu(cpus[across ? 1 : 0]);
     ::close(client);
     char buf[kSize];
     while (read_all(server, buf))
@@ -946,7 +957,7 @@ std::optional<Latency> tcp_round_trip(const Settings& s, bool across) {
     ::_exit(0);
   }
   ::close(server);
-  pin(cpus[0]);
+  pin_to_cpu(cpus[0]);
   char buf[kSize];
   std::memset(buf, 'x', kSize);
   Latency l;
@@ -1576,11 +1587,11 @@ void print_table(const Settings& s) {
       s.qos,
       g_huge_heap ? "on transparent huge pages, as the systemd unit and the image run it"
                   : "glibc's default (--heap default)");
-  if (s.one_cpu >= 0)
+  if (s.pinned_cpu >= 0)
     std::printf(
         "--cpus one: every process of the run (the benchmark, the brokers, the bridge processes "
         "and their children, supergateway) on CPU %d only: no wake-up crosses CPUs.\n",
-        s.one_cpu);
+        s.pinned_cpu);
   if (s.only.count(1))
     std::printf(
         "Scenario 1: (a) raw MQTT floor, per column: native: two mqtt::BrokerConnection on the "
@@ -1717,7 +1728,7 @@ int main(int argc, char** argv) {
       s.replicas = v == "2025";
     } else if (a == "--cpus") {
       if (v != "one" && v != "all") throw std::invalid_argument(v);
-      s.one_cpu = v == "one" ? 0 : -1;
+      s.one_cpu = v == "one";
     } else if (a == "--in-flight") {
       s.in_flight = std::stoul(v);
     } else {
@@ -1728,21 +1739,13 @@ int main(int argc, char** argv) {
   if (rc >= 0) return rc;
   g_threads = s.threads;
   // Before any thread or process starts: they inherit the mask.
-  if (s.one_cpu >= 0) {
-    cpu_set_t allowed;
-    if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0) {
-      std::cerr << "--cpus one: cannot read this process's CPUs\n";
-      return 1;
-    }
-    while (s.one_cpu < CPU_SETSIZE && !CPU_ISSET(s.one_cpu, &allowed))
-      ++s.one_cpu;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(s.one_cpu, &one);
-    if (s.one_cpu >= CPU_SETSIZE || ::sched_setaffinity(0, sizeof one, &one) != 0) {
+  if (s.one_cpu) {
+    const auto cpus = allowed_cpus(1);
+    if (cpus.empty() || !pin_to_cpu(cpus.front())) {
       std::cerr << "--cpus one: cannot pin this process to one CPU\n";
       return 1;
     }
+    s.pinned_cpu = cpus.front();
   }
   log::set_level("warn");  // the native floor's connections
   // Before anything starts: the broker and the bridge processes inherit the limit. Scenario 3
