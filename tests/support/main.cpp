@@ -19,10 +19,11 @@ int main(int argc, char* argv[]) {
   // Paho C tears its globals down whenever its last client is destroyed (MQTTAsync_terminate),
   // and its Log_terminate frees the trace buffer without the lock its own threads' trace calls
   // take: a thread tracing in that instant allocates a new buffer (400 entries, 124,800 bytes)
-  // that nothing frees, and LeakSanitizer fails the test process at exit (seen once in CI, in
-  // the faults tests). Tests create and destroy Paho clients all the time (Observer, the Paho
-  // engine), so one client that is never connected nor destroyed keeps Paho's globals up for
-  // the process's life. It stays reachable through Paho's client list: not a leak.
+  // that nothing frees, and LeakSanitizer fails the test process at exit (seen once in a full
+  // run of the test command, in the faults tests). Tests create and destroy Paho clients all the
+  // time (Observer, the Paho engine), so one client that is never connected nor destroyed keeps
+  // Paho's globals up for the process's life. It stays reachable through Paho's client list: not a
+  // leak.
   static auto* const keep_paho_initialized = new mqtt::async_client(
       "tcp://127.0.0.1:1", "mcpmqtt-tests-keeper", mqtt::create_options(MQTTVERSION_5));
   (void)keep_paho_initialized;
